@@ -1,0 +1,235 @@
+//! [`FileDevice`]: an image file or a block device, opened with O_DIRECT.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+
+use super::{check_request, BlockDevice};
+use crate::error::{Error, Result};
+use crate::sys;
+
+/// What kind of target a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// A regular file holding the filesystem.
+    Image,
+    /// A block device (a disk, a partition, a loop device).
+    BlockDevice,
+}
+
+/// How to open a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// No writes; no lock taken (metadata may be read while another process has it open).
+    ReadOnly,
+    /// Writes allowed. Takes `flock(LOCK_EX | LOCK_NB)`, and for a block device opens it with
+    /// `O_EXCL`, so a second writer, a mounted device or a device in use is refused.
+    ReadWrite,
+}
+
+#[derive(Debug)]
+enum Fd {
+    Plain(File),
+    Locked(Flock<File>),
+}
+
+impl Fd {
+    fn file(&self) -> &File {
+        match self {
+            Fd::Plain(f) => f,
+            Fd::Locked(f) => f,
+        }
+    }
+}
+
+/// An image file or block device opened with O_DIRECT.
+#[derive(Debug)]
+pub struct FileDevice {
+    fd: Fd,
+    path: PathBuf,
+    kind: TargetKind,
+    len: u64,
+    logical: u32,
+    physical: u32,
+    read_only: bool,
+}
+
+impl FileDevice {
+    /// Opens `path` (an image file or a block device) with O_DIRECT.
+    pub fn open(path: &Path, mode: OpenMode) -> Result<FileDevice> {
+        let target = path.display().to_string();
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(&target, "cannot open", e))?;
+        let ft = meta.file_type();
+        let kind = if ft.is_block_device() {
+            TargetKind::BlockDevice
+        } else if ft.is_file() {
+            TargetKind::Image
+        } else if ft.is_dir() {
+            return Err(Error::NotATarget {
+                target,
+                reason: "is a directory, not an image file or a block device".into(),
+            });
+        } else {
+            return Err(Error::NotATarget {
+                target,
+                reason: "is neither a regular file nor a block device".into(),
+            });
+        };
+        let writable = mode == OpenMode::ReadWrite;
+        let mut flags = libc::O_DIRECT;
+        if writable && kind == TargetKind::BlockDevice {
+            flags |= libc::O_EXCL;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(writable)
+            .custom_flags(flags)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::EBUSY) => Error::Busy {
+                    target: target.clone(),
+                    detail: busy_detail(meta.rdev()),
+                },
+                Some(libc::EINVAL) => Error::DirectIoUnsupported {
+                    target: target.clone(),
+                },
+                _ => Error::io(
+                    &target,
+                    if writable {
+                        "cannot open for writing"
+                    } else {
+                        "cannot open"
+                    },
+                    e,
+                ),
+            })?;
+        let fd = if writable {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(locked) => Fd::Locked(locked),
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Err(Error::Locked { target }),
+                Err((_, errno)) => return Err(Error::io(&target, "flock", errno.into())),
+            }
+        } else {
+            Fd::Plain(file)
+        };
+        let (len, logical, physical) = match kind {
+            TargetKind::BlockDevice => sys::block_device_geometry(fd.file())
+                .map_err(|e| Error::io(&target, "reading the device geometry (ioctl)", e))?,
+            TargetKind::Image => {
+                let align = sys::dio_alignment(fd.file())
+                    .map_err(|e| Error::io(&target, "statx", e))?;
+                let logical = align.map(|(_, off)| off).unwrap_or(512).max(512);
+                let physical = (meta.blksize() as u32).max(logical);
+                (meta.len(), logical, physical)
+            }
+        };
+        if !logical.is_power_of_two() || !physical.is_power_of_two() || physical < logical {
+            return Err(Error::NotATarget {
+                target,
+                reason: format!(
+                    "unusable sector sizes: logical {logical}, physical {physical} bytes"
+                ),
+            });
+        }
+        Ok(FileDevice {
+            fd,
+            path: path.to_path_buf(),
+            kind,
+            len,
+            logical,
+            physical,
+            read_only: !writable,
+        })
+    }
+
+    /// The path this device was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Image file or block device.
+    pub fn kind(&self) -> TargetKind {
+        self.kind
+    }
+
+    /// The open file, for callers that need its descriptor (e.g. `fallocate`).
+    pub fn file(&self) -> &File {
+        self.fd.file()
+    }
+}
+
+impl BlockDevice for FileDevice {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        self.fd.file().read_exact_at(buf, offset)
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if self.read_only {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "device opened read-only",
+            ));
+        }
+        check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        self.fd.file().write_all_at(buf, offset)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        // fdatasync: on a block device a cache flush; on an image, the host filesystem's
+        // metadata needed to read the data back (e.g. unwritten-extent conversion) too.
+        self.fd.file().sync_data()
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn logical_sector_size(&self) -> u32 {
+        self.logical
+    }
+
+    fn physical_sector_size(&self) -> u32 {
+        self.physical
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}
+
+/// Why a block device (by `st_rdev`) refused an exclusive open: its mount points, or its holders.
+fn busy_detail(rdev: u64) -> String {
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let want = format!("{major}:{minor}");
+    let mut mounts = Vec::new();
+    if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
+        for line in info.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            if fields.len() > 4 && fields[2] == want {
+                mounts.push(fields[4].to_string());
+            }
+        }
+    }
+    if !mounts.is_empty() {
+        return format!("mounted at {}", mounts.join(", "));
+    }
+    let holders: Vec<String> = std::fs::read_dir(format!("/sys/dev/block/{want}/holders"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !holders.is_empty() {
+        return format!("held by {}", holders.join(", "));
+    }
+    "opened exclusively by another process or by the kernel (mounted in another namespace, swap, RAID, ...)".into()
+}

@@ -1,0 +1,77 @@
+//! The one narrow interface between minfs and storage.
+//!
+//! # Contract of [`BlockDevice`]
+//! - `read_at` / `write_at` transfer the **whole** buffer or fail; there are no short
+//!   transfers. Offsets and lengths are multiples of [`BlockDevice::logical_sector_size`] and
+//!   buffers start at an address aligned to it (what O_DIRECT needs); an implementation
+//!   rejects anything else with [`std::io::ErrorKind::InvalidInput`] and does no I/O.
+//! - `offset + len` must not exceed [`BlockDevice::len`]; otherwise `InvalidInput`.
+//! - A completed `write_at` is visible to later reads, but it is **durable only after a later
+//!   `flush` returns `Ok`**. Until then a power cut may lose it, keep it, or (for a write of
+//!   several logical sectors) keep any subset of its sectors. A single logical sector is written
+//!   atomically.
+//! - After a failed `write_at` the content of the range is unspecified; after a failed `flush`
+//!   nothing written since the last successful flush is known to be durable. Callers do not
+//!   retry (minfs poisons the handle instead).
+//! - Implementations are `Send + Sync`; concurrent calls on disjoint ranges are allowed.
+
+use std::fmt::Debug;
+use std::io;
+
+mod file;
+mod memory;
+
+pub use file::{FileDevice, OpenMode, TargetKind};
+pub use memory::MemDevice;
+
+/// A byte-addressed store with sector-granular, O_DIRECT-style I/O. See the module docs for the
+/// contract.
+pub trait BlockDevice: Send + Sync + Debug {
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `offset`.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every completed write durable (a device cache flush).
+    fn flush(&self) -> io::Result<()>;
+    /// Size in bytes.
+    fn len(&self) -> u64;
+    /// True when the device has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The I/O granularity: offsets, lengths and buffer addresses are multiples of it.
+    fn logical_sector_size(&self) -> u32;
+    /// The size of the unit the media writes atomically (4096 on a 512e disk).
+    fn physical_sector_size(&self) -> u32;
+    /// Whether writes are refused.
+    fn is_read_only(&self) -> bool;
+}
+
+/// Checks a request against the contract; shared by the implementations.
+pub(crate) fn check_request(
+    dev: &dyn BlockDevice,
+    ptr: *const u8,
+    len: usize,
+    offset: u64,
+) -> io::Result<()> {
+    let lss = u64::from(dev.logical_sector_size());
+    let len64 = len as u64;
+    if offset % lss != 0 || len64 % lss != 0 || (ptr as usize as u64) % lss != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "request of {len} bytes at offset {offset} (buffer address {ptr:p}) is not aligned to the {lss}-byte logical sector"
+            ),
+        ));
+    }
+    match offset.checked_add(len64) {
+        Some(end) if end <= dev.len() => Ok(()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "request of {len} bytes at offset {offset} goes past the end of the device ({} bytes)",
+                dev.len()
+            ),
+        )),
+    }
+}

@@ -1,0 +1,705 @@
+//! [`Filesystem`]: opening, formatting and changing a minfs target.
+//!
+//! # Commit protocol (no journal)
+//! Every change of the file table is one *commit*: flush the device (so data and extent writes
+//! made before are durable first), write the complete new metadata into the **inactive** slot
+//! with generation + 1, flush again. Open reads both slots and uses the valid one with the
+//! highest generation, so a crash at any point leaves either the old or the new state.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::alloc::Allocator;
+use crate::device::{BlockDevice, FileDevice, OpenMode};
+use crate::error::{Corruption, Error, Result, SlotId};
+use crate::file::FileHandle;
+use crate::format::slot::{self, Slot};
+use crate::format::superblock::Superblock;
+use crate::format::{
+    blocks_for, file_table, name_problem, Extent, FileEntry, BLOCK_SIZE, DATA_START,
+    FORMAT_VERSION, LABEL_SIZE, MAX_FILES, MIN_SIZE, SLOT_OFFSETS, SLOT_SIZE,
+};
+use crate::signature;
+use crate::sys::AlignedBuf;
+
+/// An open minfs filesystem. Cheap to clone; `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct Filesystem {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) dev: Arc<dyn BlockDevice>,
+    pub(crate) target: String,
+    /// Time stamp for commits instead of the clock (golden-image tests).
+    fixed_time: Option<u64>,
+    poisoned: AtomicBool,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    sb: Superblock,
+    files: BTreeMap<String, Arc<Node>>,
+    alloc: Allocator,
+}
+
+/// A file as open handles see it; its extents change only under the write lock.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) name: String,
+    pub(crate) meta: RwLock<Meta>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub(crate) size: u64,
+    pub(crate) extents: Vec<Extent>,
+}
+
+/// What `stat` and `list` report about a file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileStat {
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Bytes allocated (a multiple of 4096).
+    pub allocated: u64,
+    pub extents: Vec<ExtentInfo>,
+}
+
+/// An extent in bytes, as `info` and `ls` print it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ExtentInfo {
+    /// Byte offset on the target.
+    pub offset: u64,
+    /// Length in bytes.
+    pub length: u64,
+}
+
+/// What `info` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Info {
+    pub target: String,
+    pub uuid: String,
+    pub label: String,
+    pub format_version: u32,
+    pub generation: u64,
+    pub active_slot: SlotId,
+    pub block_size: u64,
+    /// The device's current sector sizes.
+    pub logical_sector_size: u32,
+    pub physical_sector_size: u32,
+    pub total_bytes: u64,
+    pub data_start: u64,
+    pub block_count: u64,
+    pub free_blocks: u64,
+    pub free_bytes: u64,
+    pub max_files: usize,
+    /// Byte offsets of slot A and slot B.
+    pub superblock_offsets: [u64; 2],
+    pub created: u64,
+    pub updated: u64,
+    pub files: Vec<FileStat>,
+}
+
+/// Options for [`Filesystem::format`] and [`crate::mkfs::mkfs`].
+#[derive(Debug, Clone, Default)]
+pub struct FormatOptions {
+    /// Up to 32 bytes of UTF-8.
+    pub label: String,
+    /// Filesystem size in bytes (a multiple of 4096); default: the whole target.
+    pub size: Option<u64>,
+    /// Overwrite a target that holds a known signature (never a mounted or busy one).
+    pub force: bool,
+    /// Fixed UUID (tests, golden images); default random.
+    pub uuid: Option<[u8; 16]>,
+    /// Fixed creation time in Unix seconds (tests, golden images); default now.
+    pub time: Option<u64>,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Reads both slots. I/O errors are returned; decoding problems are per slot.
+pub(crate) fn read_slots(
+    dev: &dyn BlockDevice,
+    target: &str,
+) -> Result<[std::result::Result<Slot, Corruption>; 2]> {
+    if dev.len() < SLOT_OFFSETS[1] + SLOT_SIZE {
+        return Err(Error::NotMinfs {
+            target: target.to_string(),
+        });
+    }
+    let mut out = Vec::with_capacity(2);
+    let mut magic = [false; 2];
+    for id in SlotId::BOTH {
+        let mut buf = AlignedBuf::zeroed(SLOT_SIZE as usize, 4096);
+        dev.read_at(&mut buf, id.offset())
+            .map_err(|e| Error::io(target, format!("reading {id} at byte {}", id.offset()), e))?;
+        magic[id.index()] = Superblock::has_magic(&buf);
+        let decoded = slot::decode(&buf, id).and_then(|s| {
+            if s.sb.total_bytes > dev.len() {
+                Err(Corruption::BeyondDevice {
+                    total_bytes: s.sb.total_bytes,
+                    device_len: dev.len(),
+                })
+            } else {
+                Ok(s)
+            }
+        });
+        out.push(decoded);
+    }
+    if !magic[0] && !magic[1] {
+        return Err(Error::NotMinfs {
+            target: target.to_string(),
+        });
+    }
+    let b = out.pop().expect("two slots");
+    let a = out.pop().expect("two slots");
+    Ok([a, b])
+}
+
+/// The slot open uses: the valid one with the highest generation (A on a tie).
+pub(crate) fn choose_active(
+    slots: &[std::result::Result<Slot, Corruption>; 2],
+) -> Option<SlotId> {
+    match (&slots[0], &slots[1]) {
+        (Ok(a), Ok(b)) => Some(if b.sb.generation > a.sb.generation {
+            SlotId::B
+        } else {
+            SlotId::A
+        }),
+        (Ok(_), Err(_)) => Some(SlotId::A),
+        (Err(_), Ok(_)) => Some(SlotId::B),
+        (Err(_), Err(_)) => None,
+    }
+}
+
+impl Filesystem {
+    /// Opens the minfs filesystem on `path` (image file or block device).
+    pub fn open(path: &Path, mode: OpenMode) -> Result<Filesystem> {
+        let dev = FileDevice::open(path, mode)?;
+        Filesystem::open_device(Arc::new(dev), path.display().to_string())
+    }
+
+    /// Opens the filesystem on `dev`. When the device is writable and the inactive slot is
+    /// invalid (e.g. an update was interrupted by a crash) it is rewritten from the active one.
+    pub fn open_device(dev: Arc<dyn BlockDevice>, target: impl Into<String>) -> Result<Filesystem> {
+        let target = target.into();
+        check_device_geometry(dev.as_ref(), &target)?;
+        let mut slots = read_slots(dev.as_ref(), &target)?;
+        let Some(active) = choose_active(&slots) else {
+            let [a, b] = slots;
+            return Err(Error::NoValidSlot {
+                target,
+                a: a.unwrap_err(),
+                b: b.unwrap_err(),
+            });
+        };
+        let other_ok = match (&slots[active.index()], &slots[active.other().index()]) {
+            (Ok(act), Ok(oth)) => oth.sb.uuid == act.sb.uuid,
+            _ => false,
+        };
+        let chosen = std::mem::replace(
+            &mut slots[active.index()],
+            Err(Corruption::UnsupportedVersion {
+                found: 0,
+                supported: 0,
+            }),
+        )
+        .expect("active slot is valid");
+        let files = chosen
+            .files
+            .into_iter()
+            .map(|f| {
+                (
+                    f.name.clone(),
+                    Arc::new(Node {
+                        name: f.name,
+                        meta: RwLock::new(Meta {
+                            size: f.size,
+                            extents: f.extents,
+                        }),
+                    }),
+                )
+            })
+            .collect();
+        let fs = Filesystem {
+            inner: Arc::new(Inner {
+                dev,
+                target,
+                fixed_time: None,
+                poisoned: AtomicBool::new(false),
+                state: Mutex::new(State {
+                    sb: chosen.sb,
+                    files,
+                    alloc: chosen.alloc,
+                }),
+            }),
+        };
+        if !other_ok && !fs.inner.dev.is_read_only() {
+            fs.rewrite_metadata(1)?;
+        }
+        Ok(fs)
+    }
+
+    /// The superblock `format` would write on a device of `dev_len` bytes with these sector
+    /// sizes (nothing is written).
+    pub fn plan(
+        dev_len: u64,
+        logical_sector_size: u32,
+        physical_sector_size: u32,
+        target: &str,
+        opts: &FormatOptions,
+    ) -> Result<Superblock> {
+        check_sector_sizes(logical_sector_size, physical_sector_size, target)?;
+        if opts.label.len() > LABEL_SIZE || opts.label.contains('\0') {
+            return Err(Error::InvalidArgument {
+                target: target.to_string(),
+                reason: format!(
+                    "label {:?} is longer than {LABEL_SIZE} bytes or contains NUL",
+                    opts.label
+                ),
+            });
+        }
+        let total = match opts.size {
+            Some(s) if s % BLOCK_SIZE != 0 => {
+                return Err(Error::BadSize {
+                    target: target.to_string(),
+                    reason: format!("{s} is not a multiple of 4096"),
+                })
+            }
+            Some(s) if s > dev_len => {
+                return Err(Error::BadSize {
+                    target: target.to_string(),
+                    reason: format!("{s} bytes is larger than the target ({dev_len} bytes)"),
+                })
+            }
+            Some(s) => s,
+            None => dev_len / BLOCK_SIZE * BLOCK_SIZE,
+        };
+        if total < MIN_SIZE {
+            return Err(Error::TooSmall {
+                target: target.to_string(),
+                size: total,
+                min: MIN_SIZE,
+            });
+        }
+        let block_count = (total - DATA_START) / BLOCK_SIZE;
+        let t = opts.time.unwrap_or_else(now);
+        Ok(Superblock {
+            slot: SlotId::A,
+            generation: 1,
+            uuid: opts.uuid.unwrap_or_else(|| *uuid::Uuid::new_v4().as_bytes()),
+            label: opts.label.clone(),
+            logical_sector_size,
+            physical_sector_size,
+            total_bytes: total,
+            data_start: DATA_START,
+            block_count,
+            free_blocks: block_count,
+            file_count: 0,
+            file_table_len: 0,
+            file_table_crc: 0,
+            created: t,
+            updated: t,
+        })
+    }
+
+    /// Formats `dev`: zeroes the reserved area (both slots included), writes slot A
+    /// (generation 1) and slot B (generation 2), flushing after each. Refuses a device holding a
+    /// known signature unless `opts.force`.
+    pub fn format(
+        dev: Arc<dyn BlockDevice>,
+        target: impl Into<String>,
+        opts: &FormatOptions,
+    ) -> Result<Filesystem> {
+        let target = target.into();
+        let sb = Filesystem::plan(
+            dev.len(),
+            dev.logical_sector_size(),
+            dev.physical_sector_size(),
+            &target,
+            opts,
+        )?;
+        if !opts.force {
+            if let Some(sig) = signature::probe(dev.as_ref())
+                .map_err(|e| Error::io(&target, "probing for existing signatures", e))?
+            {
+                return Err(Error::ExistingSignature {
+                    target,
+                    kind: sig.kind.to_string(),
+                    offset: sig.offset,
+                });
+            }
+        }
+        let zero = AlignedBuf::zeroed(DATA_START as usize, 4096);
+        dev.write_at(&zero, 0)
+            .map_err(|e| Error::io(&target, "zeroing the reserved area", e))?;
+        let alloc = Allocator::new(sb.first_data_block(), sb.block_count);
+        let fs = Filesystem {
+            inner: Arc::new(Inner {
+                dev,
+                target,
+                fixed_time: opts.time,
+                poisoned: AtomicBool::new(false),
+                state: Mutex::new(State {
+                    sb: Superblock {
+                        generation: 0,
+                        slot: SlotId::B,
+                        ..sb
+                    },
+                    files: BTreeMap::new(),
+                    alloc,
+                }),
+            }),
+        };
+        fs.rewrite_metadata(2)?;
+        Ok(fs)
+    }
+
+    /// The active superblock.
+    pub fn superblock(&self) -> Superblock {
+        self.inner.lock().sb.clone()
+    }
+
+    /// The target's name as given when opening.
+    pub fn target(&self) -> &str {
+        &self.inner.target
+    }
+
+    /// The device under the filesystem.
+    pub fn device(&self) -> &Arc<dyn BlockDevice> {
+        &self.inner.dev
+    }
+
+    /// Filesystem-wide facts and every file.
+    pub fn info(&self) -> Info {
+        let st = self.inner.lock();
+        let sb = &st.sb;
+        Info {
+            target: self.inner.target.clone(),
+            uuid: uuid::Uuid::from_bytes(sb.uuid).hyphenated().to_string(),
+            label: sb.label.clone(),
+            format_version: FORMAT_VERSION,
+            generation: sb.generation,
+            active_slot: sb.slot,
+            block_size: BLOCK_SIZE,
+            logical_sector_size: self.inner.dev.logical_sector_size(),
+            physical_sector_size: self.inner.dev.physical_sector_size(),
+            total_bytes: sb.total_bytes,
+            data_start: sb.data_start,
+            block_count: sb.block_count,
+            free_blocks: st.alloc.free_blocks(),
+            free_bytes: st.alloc.free_blocks() * BLOCK_SIZE,
+            max_files: MAX_FILES,
+            superblock_offsets: SLOT_OFFSETS,
+            created: sb.created,
+            updated: sb.updated,
+            files: st.files.values().map(|n| stat_of(n)).collect(),
+        }
+    }
+
+    /// Every file, by name.
+    pub fn list(&self) -> Vec<FileStat> {
+        self.inner.lock().files.values().map(|n| stat_of(n)).collect()
+    }
+
+    /// One file.
+    pub fn stat(&self, name: &str) -> Result<FileStat> {
+        let st = self.inner.lock();
+        st.files
+            .get(name)
+            .map(|n| stat_of(n))
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    /// Free bytes.
+    pub fn free_bytes(&self) -> u64 {
+        self.inner.lock().alloc.free_blocks() * BLOCK_SIZE
+    }
+
+    /// Creates a file of `size` bytes, preallocated: one contiguous extent when a free run is
+    /// large enough, else the fewest extents (largest free runs first). Durable on return.
+    pub fn create(&self, name: &str, size: u64) -> Result<FileStat> {
+        self.check_name(name)?;
+        let mut st = self.inner.lock();
+        if st.files.contains_key(name) {
+            return Err(Error::FileExists {
+                target: self.inner.target.clone(),
+                name: name.into(),
+            });
+        }
+        if st.files.len() >= MAX_FILES {
+            return Err(Error::TooManyFiles {
+                target: self.inner.target.clone(),
+                max: MAX_FILES,
+            });
+        }
+        let need = blocks_for(size);
+        let extents = st.alloc.choose(need).ok_or_else(|| Error::NoSpace {
+            target: self.inner.target.clone(),
+            name: name.into(),
+            needed_blocks: need,
+            free_blocks: st.alloc.free_blocks(),
+        })?;
+        let mut alloc = st.alloc.clone();
+        extents.iter().for_each(|e| alloc.set(*e, true));
+        let mut entries = entries(&st);
+        entries.push(FileEntry {
+            name: name.into(),
+            size,
+            extents: extents.clone(),
+        });
+        self.commit(&mut st, entries, alloc)?;
+        let node = Arc::new(Node {
+            name: name.into(),
+            meta: RwLock::new(Meta { size, extents }),
+        });
+        let stat = stat_of(&node);
+        st.files.insert(name.into(), node);
+        Ok(stat)
+    }
+
+    /// Grows a file to `new_size` bytes (never shrinks). Extends its last extent in place when
+    /// the blocks after it are free. Durable on return; open handles see the new size.
+    pub fn grow(&self, name: &str, new_size: u64) -> Result<FileStat> {
+        let mut st = self.inner.lock();
+        let node = st.files.get(name).cloned().ok_or_else(|| self.not_found(name))?;
+        let meta = node.meta.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if new_size < meta.size {
+            return Err(Error::Shrink {
+                target: self.inner.target.clone(),
+                name: name.into(),
+                size: meta.size,
+                new_size,
+            });
+        }
+        let need = blocks_for(new_size) - blocks_for(meta.size);
+        let mut extents = meta.extents.clone();
+        let in_place = extents.last().map(|l| Extent {
+            start: l.end(),
+            len: need,
+        });
+        let added = match in_place {
+            Some(e) if need > 0 && st.alloc.is_free(e) => vec![e],
+            _ => st.alloc.choose(need).ok_or_else(|| Error::NoSpace {
+                target: self.inner.target.clone(),
+                name: name.into(),
+                needed_blocks: need,
+                free_blocks: st.alloc.free_blocks(),
+            })?,
+        };
+        let mut alloc = st.alloc.clone();
+        for e in added {
+            alloc.set(e, true);
+            match extents.last_mut() {
+                Some(l) if l.end() == e.start => l.len += e.len,
+                _ => extents.push(e),
+            }
+        }
+        let mut all = entries(&st);
+        if let Some(f) = all.iter_mut().find(|f| f.name == name) {
+            f.size = new_size;
+            f.extents = extents.clone();
+        }
+        self.commit(&mut st, all, alloc)?;
+        *node.meta.write().unwrap_or_else(|e| e.into_inner()) = Meta {
+            size: new_size,
+            extents,
+        };
+        Ok(stat_of(&node))
+    }
+
+    /// Removes a file and frees its blocks. Refused while a handle to it is open.
+    pub fn remove(&self, name: &str) -> Result<()> {
+        let mut st = self.inner.lock();
+        let node = st.files.get(name).ok_or_else(|| self.not_found(name))?;
+        if Arc::strong_count(node) > 1 {
+            return Err(Error::FileBusy {
+                target: self.inner.target.clone(),
+                name: name.into(),
+            });
+        }
+        let mut alloc = st.alloc.clone();
+        for e in &node.meta.read().unwrap_or_else(|e| e.into_inner()).extents {
+            alloc.set(*e, false);
+        }
+        let all = entries(&st).into_iter().filter(|f| f.name != name).collect();
+        self.commit(&mut st, all, alloc)?;
+        st.files.remove(name);
+        Ok(())
+    }
+
+    /// A handle for positional I/O on a file.
+    pub fn open_file(&self, name: &str) -> Result<FileHandle> {
+        let st = self.inner.lock();
+        let node = st.files.get(name).cloned().ok_or_else(|| self.not_found(name))?;
+        Ok(FileHandle::new(self.inner.clone(), node))
+    }
+
+    /// Flushes the device.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Rewrites the current metadata `times` times (each a full commit to the inactive slot),
+    /// recomputing the free-block count. `fsck -y` uses 2 so both slots end valid and equal.
+    pub fn rewrite_metadata(&self, times: usize) -> Result<()> {
+        let mut st = self.inner.lock();
+        for _ in 0..times {
+            let entries = entries(&st);
+            let alloc = st.alloc.clone();
+            self.commit(&mut st, entries, alloc)?;
+        }
+        Ok(())
+    }
+
+    /// One commit: flush, write the inactive slot with generation + 1, flush.
+    fn commit(&self, st: &mut MutexGuard<'_, State>, mut files: Vec<FileEntry>, alloc: Allocator) -> Result<()> {
+        let inner = &self.inner;
+        if inner.dev.is_read_only() {
+            return Err(Error::ReadOnly {
+                target: inner.target.clone(),
+            });
+        }
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let id = st.sb.slot.other();
+        let sb = Superblock {
+            slot: id,
+            generation: st.sb.generation + 1,
+            free_blocks: alloc.free_blocks(),
+            updated: inner.fixed_time.unwrap_or_else(now),
+            ..st.sb.clone()
+        };
+        let buf = slot::encode(&sb, &files, id).map_err(|needed| Error::FileTableFull {
+            target: inner.target.clone(),
+            needed,
+            capacity: file_table::PAYLOAD_CAPACITY,
+        })?;
+        inner.flush()?;
+        inner.write(&buf, id.offset(), &format!("writing {id}"))?;
+        inner.flush()?;
+        st.sb = Superblock {
+            file_count: files.len() as u32,
+            ..sb
+        };
+        st.alloc = alloc;
+        Ok(())
+    }
+
+    fn check_name(&self, name: &str) -> Result<()> {
+        match name_problem(name) {
+            Some(reason) => Err(Error::InvalidName {
+                target: self.inner.target.clone(),
+                name: name.into(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn not_found(&self, name: &str) -> Error {
+        Error::FileNotFound {
+            target: self.inner.target.clone(),
+            name: name.into(),
+        }
+    }
+}
+
+fn check_device_geometry(dev: &dyn BlockDevice, target: &str) -> Result<()> {
+    check_sector_sizes(dev.logical_sector_size(), dev.physical_sector_size(), target)
+}
+
+fn check_sector_sizes(l: u32, p: u32, target: &str) -> Result<()> {
+    if !l.is_power_of_two() || !(512..=4096).contains(&l) || !p.is_power_of_two() || p < l {
+        return Err(Error::NotATarget {
+            target: target.to_string(),
+            reason: format!(
+                "unsupported sector sizes: logical {l}, physical {p} (minfs needs a logical sector of 512 to 4096 bytes)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn entries(st: &State) -> Vec<FileEntry> {
+    st.files
+        .values()
+        .map(|n| {
+            let m = n.meta.read().unwrap_or_else(|e| e.into_inner());
+            FileEntry {
+                name: n.name.clone(),
+                size: m.size,
+                extents: m.extents.clone(),
+            }
+        })
+        .collect()
+}
+
+fn stat_of(n: &Node) -> FileStat {
+    let m = n.meta.read().unwrap_or_else(|e| e.into_inner());
+    FileStat {
+        name: n.name.clone(),
+        size: m.size,
+        allocated: m.extents.iter().map(|e| e.byte_len()).sum(),
+        extents: m
+            .extents
+            .iter()
+            .map(|e| ExtentInfo {
+                offset: e.byte_offset(),
+                length: e.byte_len(),
+            })
+            .collect(),
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned {
+                target: self.target.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A device write; a failure poisons every handle of this filesystem.
+    pub(crate) fn write(&self, buf: &[u8], offset: u64, what: &str) -> Result<()> {
+        self.check_usable()?;
+        self.dev.write_at(buf, offset).map_err(|e| {
+            self.poisoned.store(true, Ordering::Release);
+            Error::io(&self.target, format!("{what} ({} bytes at byte {offset})", buf.len()), e)
+        })
+    }
+
+    /// A device read (a failure does not poison).
+    pub(crate) fn read(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
+        self.check_usable()?;
+        self.dev.read_at(buf, offset).map_err(|e| {
+            Error::io(&self.target, format!("{what} ({} bytes at byte {offset})", buf.len()), e)
+        })
+    }
+
+    /// A device flush; a failure poisons (fsync errors are not retried).
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.check_usable()?;
+        self.dev.flush().map_err(|e| {
+            self.poisoned.store(true, Ordering::Release);
+            Error::io(&self.target, "flush", e)
+        })
+    }
+}

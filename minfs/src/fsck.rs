@@ -1,0 +1,166 @@
+//! Checking and repairing a minfs target.
+//!
+//! Checks: both slots decode (magic, checksums, version, geometry, every extent inside the data
+//! area, no two extents sharing a block, allocation matching each size), both slots belong to the
+//! same filesystem (UUID) with distinct generations, and the recorded free-block count agrees
+//! with the block bitmap built from the extents. Repair rewrites both slots from the newest
+//! valid one.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::device::{BlockDevice, FileDevice, OpenMode};
+use crate::error::{Corruption, Result, SlotId};
+use crate::fs::{choose_active, read_slots, Filesystem};
+
+/// One thing fsck found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A slot does not decode.
+    SlotInvalid { slot: SlotId, corruption: Corruption },
+    /// Neither slot is valid; nothing to repair from.
+    NoValidSlot,
+    /// The slots carry different UUIDs.
+    UuidMismatch { slot: SlotId, uuid: String, active_uuid: String },
+    /// Both slots carry the same generation.
+    SameGeneration { generation: u64 },
+    /// The superblock's free-block count disagrees with the bitmap of the extents.
+    FreeCountMismatch { slot: SlotId, recorded: u64, bitmap: u64 },
+}
+
+impl Problem {
+    /// Whether `fsck -y` can fix it.
+    pub fn repairable(&self) -> bool {
+        !matches!(self, Problem::NoValidSlot)
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::SlotInvalid { slot, corruption } => write!(f, "{slot} is invalid: {corruption}"),
+            Problem::NoValidSlot => f.write_str("no valid metadata slot; cannot repair"),
+            Problem::UuidMismatch { slot, uuid, active_uuid } => write!(
+                f,
+                "{slot} belongs to filesystem {uuid}, the active slot to {active_uuid}"
+            ),
+            Problem::SameGeneration { generation } => {
+                write!(f, "both slots carry generation {generation}")
+            }
+            Problem::FreeCountMismatch { slot, recorded, bitmap } => write!(
+                f,
+                "{slot}: superblock records {recorded} free blocks, the block bitmap has {bitmap}"
+            ),
+        }
+    }
+}
+
+/// The outcome of a check.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub problems: Vec<Problem>,
+    /// The slot open would use.
+    pub active: Option<SlotId>,
+    /// Per slot: its generation when valid.
+    pub generations: [Option<u64>; 2],
+    pub files: usize,
+    pub block_count: u64,
+    pub free_blocks: u64,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks the filesystem on `dev` without writing.
+pub fn check_device(dev: &dyn BlockDevice, target: &str) -> Result<Report> {
+    let slots = read_slots(dev, target)?;
+    let active = choose_active(&slots);
+    let mut problems = Vec::new();
+    for id in SlotId::BOTH {
+        if let Err(c) = &slots[id.index()] {
+            problems.push(Problem::SlotInvalid {
+                slot: id,
+                corruption: c.clone(),
+            });
+        }
+    }
+    let generations = [
+        slots[0].as_ref().ok().map(|s| s.sb.generation),
+        slots[1].as_ref().ok().map(|s| s.sb.generation),
+    ];
+    let Some(active) = active else {
+        problems.push(Problem::NoValidSlot);
+        return Ok(Report {
+            problems,
+            active: None,
+            generations,
+            files: 0,
+            block_count: 0,
+            free_blocks: 0,
+        });
+    };
+    let act = slots[active.index()].as_ref().expect("active slot is valid");
+    let uuid = |u: [u8; 16]| uuid::Uuid::from_bytes(u).hyphenated().to_string();
+    for s in slots.iter().flatten() {
+        let bitmap = s.alloc.free_blocks();
+        if s.sb.free_blocks != bitmap {
+            problems.push(Problem::FreeCountMismatch {
+                slot: s.sb.slot,
+                recorded: s.sb.free_blocks,
+                bitmap,
+            });
+        }
+    }
+    if let Ok(other) = &slots[active.other().index()] {
+        if other.sb.uuid != act.sb.uuid {
+            problems.push(Problem::UuidMismatch {
+                slot: active.other(),
+                uuid: uuid(other.sb.uuid),
+                active_uuid: uuid(act.sb.uuid),
+            });
+        } else if other.sb.generation == act.sb.generation {
+            problems.push(Problem::SameGeneration {
+                generation: act.sb.generation,
+            });
+        }
+    }
+    Ok(Report {
+        problems,
+        active: Some(active),
+        generations,
+        files: act.files.len(),
+        block_count: act.sb.block_count,
+        free_blocks: act.alloc.free_blocks(),
+    })
+}
+
+/// Checks `path` read-only.
+pub fn check(path: &Path) -> Result<Report> {
+    let dev = FileDevice::open(path, OpenMode::ReadOnly)?;
+    check_device(&dev, &path.display().to_string())
+}
+
+/// Checks and repairs: when anything is wrong and a valid slot exists, both slots are rewritten
+/// from it. Returns the reports before and after.
+pub fn repair_device(dev: Arc<dyn BlockDevice>, target: &str) -> Result<(Report, Report)> {
+    let before = check_device(dev.as_ref(), target)?;
+    if before.is_clean() || before.active.is_none() {
+        return Ok((before.clone(), before));
+    }
+    let fs = Filesystem::open_device(dev.clone(), target)?;
+    fs.rewrite_metadata(2)?;
+    drop(fs);
+    let after = check_device(dev.as_ref(), target)?;
+    Ok((before, after))
+}
+
+/// [`repair_device`] on `path`, opened read-write (exclusively).
+pub fn repair(path: &Path) -> Result<(Report, Report)> {
+    let dev = FileDevice::open(path, OpenMode::ReadWrite)?;
+    repair_device(Arc::new(dev), &path.display().to_string())
+}

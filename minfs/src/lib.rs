@@ -1,0 +1,39 @@
+//! minfs: a minimal user-space filesystem for one preallocated image file or block device.
+//!
+//! A few named files, each held in 4 KiB-aligned extents; metadata (superblock + file table)
+//! in two checksummed slots updated crash-atomically without a journal; all I/O with O_DIRECT
+//! straight from the caller's buffers. The format is described in `docs/FORMAT.md`.
+//!
+//! ```no_run
+//! use minfs::{Filesystem, OpenMode};
+//! # fn main() -> minfs::Result<()> {
+//! let fs = Filesystem::open("disk.img".as_ref(), OpenMode::ReadWrite)?;
+//! fs.create("data", 1 << 30)?;
+//! let f = fs.open_file("data")?;
+//! let mut buf = minfs::AlignedBuf::zeroed(4096, 4096);
+//! buf.fill(7);
+//! f.write_at(&buf, 0)?;
+//! f.flush()?;
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_code)]
+
+pub mod alloc;
+pub mod device;
+pub mod error;
+mod file;
+pub mod format;
+mod fs;
+pub mod fsck;
+pub mod mkfs;
+pub mod signature;
+mod sys;
+
+#[cfg(feature = "cli")]
+pub mod cli;
+
+pub use device::{BlockDevice, FileDevice, MemDevice, OpenMode, TargetKind};
+pub use error::{Corruption, Error, Result, SlotId};
+pub use file::FileHandle;
+pub use fs::{ExtentInfo, FileStat, Filesystem, FormatOptions, Info};
+pub use sys::AlignedBuf;

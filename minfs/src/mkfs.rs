@@ -1,0 +1,168 @@
+//! `mkfs` on a path: creating and preallocating an image, or formatting a block device.
+
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::Arc;
+
+use nix::fcntl::{fallocate, FallocateFlags};
+
+use crate::device::{BlockDevice, FileDevice, OpenMode, TargetKind};
+use crate::error::{Error, Result};
+use crate::format::superblock::Superblock;
+use crate::format::{BLOCK_SIZE, MIN_SIZE};
+use crate::fs::{Filesystem, FormatOptions};
+use crate::signature::{self, Signature};
+
+/// What [`mkfs`] did (or, with `dry_run`, would do).
+#[derive(Debug)]
+pub struct MkfsOutcome {
+    pub kind: TargetKind,
+    /// A new image file was created.
+    pub created_image: bool,
+    /// The signature that `force` overwrote.
+    pub replaced: Option<Signature>,
+    /// The superblock written (or planned).
+    pub superblock: Superblock,
+    pub logical_sector_size: u32,
+    pub physical_sector_size: u32,
+}
+
+/// Makes a minfs filesystem on `path`.
+///
+/// - A path that does not exist becomes an image of `opts.size` bytes, preallocated with
+///   `fallocate` (refused if the host filesystem cannot); it is removed again if mkfs fails.
+/// - An existing image keeps its size (a different `opts.size` is refused) and is fallocated
+///   so no hole is left.
+/// - A block device is opened with `O_EXCL`: a mounted or busy device is always refused.
+/// - A target holding a known signature is refused unless `opts.force`.
+/// - With `dry_run` nothing is created or written.
+pub fn mkfs(path: &Path, opts: &FormatOptions, dry_run: bool) -> Result<MkfsOutcome> {
+    let target = path.display().to_string();
+    if let Some(s) = opts.size {
+        if s % BLOCK_SIZE != 0 {
+            return Err(Error::BadSize {
+                target,
+                reason: format!("{s} is not a multiple of 4096"),
+            });
+        }
+        if s < MIN_SIZE {
+            return Err(Error::TooSmall {
+                target,
+                size: s,
+                min: MIN_SIZE,
+            });
+        }
+        if s > i64::MAX as u64 {
+            return Err(Error::BadSize {
+                target,
+                reason: format!("{s} bytes is larger than any file can be"),
+            });
+        }
+    }
+    let mut created_image = false;
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let Some(size) = opts.size else {
+                return Err(Error::NotATarget {
+                    target,
+                    reason: "does not exist (give --size to create an image file)".into(),
+                });
+            };
+            if dry_run {
+                let sb = Filesystem::plan(size, 512, 4096, &target, opts)?;
+                return Ok(MkfsOutcome {
+                    kind: TargetKind::Image,
+                    created_image: false,
+                    replaced: None,
+                    logical_sector_size: sb.logical_sector_size,
+                    physical_sector_size: sb.physical_sector_size,
+                    superblock: sb,
+                });
+            }
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| Error::io(&target, "cannot create the image", e))?;
+            created_image = true;
+            if let Err(e) = fallocate(file.as_raw_fd(), FallocateFlags::empty(), 0, size as i64) {
+                drop(file);
+                let _ = std::fs::remove_file(path);
+                return Err(Error::Fallocate {
+                    target,
+                    source: e.into(),
+                });
+            }
+        }
+        Err(e) => return Err(Error::io(&target, "cannot open", e)),
+        Ok(_) => {}
+    }
+    let result = format_existing(path, &target, opts, dry_run, created_image);
+    if result.is_err() && created_image {
+        let _ = std::fs::remove_file(path);
+    }
+    result
+}
+
+fn format_existing(
+    path: &Path,
+    target: &str,
+    opts: &FormatOptions,
+    dry_run: bool,
+    created_image: bool,
+) -> Result<MkfsOutcome> {
+    let dev = FileDevice::open(path, OpenMode::ReadWrite)?;
+    let kind = dev.kind();
+    if kind == TargetKind::Image {
+        if let Some(s) = opts.size {
+            if s != dev.len() {
+                return Err(Error::BadSize {
+                    target: target.to_string(),
+                    reason: format!(
+                        "the image exists with {} bytes and an existing image keeps its size (omit --size)",
+                        dev.len()
+                    ),
+                });
+            }
+        }
+        if !dry_run && !created_image {
+            let len = dev.len().min(i64::MAX as u64) as i64;
+            if len > 0 {
+                fallocate(dev.file().as_raw_fd(), FallocateFlags::empty(), 0, len).map_err(
+                    |e| Error::Fallocate {
+                        target: target.to_string(),
+                        source: e.into(),
+                    },
+                )?;
+            }
+        }
+    }
+    let replaced = signature::probe(&dev)
+        .map_err(|e| Error::io(target, "probing for existing signatures", e))?;
+    if let (Some(sig), false) = (&replaced, opts.force) {
+        return Err(Error::ExistingSignature {
+            target: target.to_string(),
+            kind: sig.kind.to_string(),
+            offset: sig.offset,
+        });
+    }
+    let (lss, pss) = (dev.logical_sector_size(), dev.physical_sector_size());
+    let superblock = if dry_run {
+        Filesystem::plan(dev.len(), lss, pss, target, opts)?
+    } else {
+        let opts = FormatOptions {
+            force: true,
+            ..opts.clone()
+        };
+        Filesystem::format(Arc::new(dev), target, &opts)?.superblock()
+    };
+    Ok(MkfsOutcome {
+        kind,
+        created_image,
+        replaced,
+        superblock,
+        logical_sector_size: lss,
+        physical_sector_size: pss,
+    })
+}

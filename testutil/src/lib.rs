@@ -1,0 +1,186 @@
+//! Test support: loop devices and mounts that clean up after themselves, and skipping tests
+//! with a printed reason where root or loop devices are missing.
+//!
+//! Everything here touches only image files it creates in its own temporary directories and
+//! the loop devices it attaches to them.
+//!
+//! Set `MINFS_REQUIRE_LOOP=1` (CI does) to turn a skip into a failure, so a CI machine that
+//! silently lost its loop devices does not pass by skipping.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Why loop-device tests cannot run here, or `None` when they can.
+pub fn loop_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    #[allow(unsafe_code)]
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return Some("not running as root (loop devices need root)".into());
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Some("/dev/loop-control is missing".into());
+    }
+    if which("losetup").is_none() {
+        return Some("losetup is not installed (util-linux)".into());
+    }
+    None
+}
+
+/// Skips the calling test (returns from it) with a printed reason when loop devices are
+/// unavailable; fails it instead when `MINFS_REQUIRE_LOOP=1`.
+#[macro_export]
+macro_rules! require_loop {
+    () => {
+        if let Some(reason) = $crate::loop_unavailable() {
+            if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+                panic!("MINFS_REQUIRE_LOOP=1 but loop devices are unavailable: {reason}");
+            }
+            eprintln!("SKIPPED {}: {reason}", module_path!());
+            return;
+        }
+    };
+}
+
+/// Whether a program is on PATH (also looks in the sbin directories).
+pub fn which(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+        .map(|d| Path::new(d).join(prog))
+        .find(|p| p.is_file());
+    found
+}
+
+/// Runs a command, failing with its stderr when it exits non-zero.
+pub fn run(cmd: &mut Command) -> io::Result<String> {
+    let out = cmd.output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "{:?} failed with {}: {}",
+            cmd,
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A loop device over a fresh image file in its own temporary directory. Dropping it detaches
+/// the device and deletes the image.
+#[derive(Debug)]
+pub struct LoopDevice {
+    dev: PathBuf,
+    image: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    /// Attaches a loop device (`--direct-io=on`, the given logical sector size) over a new
+    /// zero-filled image of `size` bytes.
+    pub fn new(size: u64, sector_size: u32) -> io::Result<LoopDevice> {
+        let dir = tempfile::Builder::new().prefix("minfs-test-").tempdir_in(scratch_dir())?;
+        let image = dir.path().join("loop.img");
+        let f = std::fs::File::create(&image)?;
+        f.set_len(size)?;
+        drop(f);
+        let out = run(Command::new("losetup")
+            .args(["--find", "--show", "--direct-io=on", "--sector-size"])
+            .arg(sector_size.to_string())
+            .arg(&image))?;
+        let dev = PathBuf::from(out.trim());
+        Ok(LoopDevice {
+            dev,
+            image,
+            _dir: dir,
+        })
+    }
+
+    /// The device node, e.g. `/dev/loop3`.
+    pub fn path(&self) -> &Path {
+        &self.dev
+    }
+
+    /// The backing image.
+    pub fn image(&self) -> &Path {
+        &self.image
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let ok = Command::new("losetup")
+                .arg("-d")
+                .arg(&self.dev)
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            if ok {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("warning: could not detach {}", self.dev.display());
+    }
+}
+
+/// A mount of a device on a fresh temporary directory; dropping it unmounts.
+#[derive(Debug)]
+pub struct Mount {
+    dir: tempfile::TempDir,
+}
+
+impl Mount {
+    /// `mount DEV DIR`.
+    pub fn new(dev: &Path) -> io::Result<Mount> {
+        let dir = tempfile::Builder::new().prefix("minfs-mnt-").tempdir_in(scratch_dir())?;
+        run(Command::new("mount").arg(dev).arg(dir.path()))?;
+        Ok(Mount { dir })
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let ok = Command::new("umount")
+                .arg(self.dir.path())
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            if ok {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("warning: could not unmount {}", self.dir.path().display());
+    }
+}
+
+/// `mkfs.ext4` without a journal, as the comparison uses it.
+pub fn mkfs_ext4(dev: &Path) -> io::Result<()> {
+    run(Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-O", "^has_journal", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard"])
+        .arg(dev))
+    .map(drop)
+}
+
+/// `mkfs.xfs -f -K`.
+pub fn mkfs_xfs(dev: &Path) -> io::Result<()> {
+    run(Command::new("mkfs.xfs").args(["-q", "-f", "-K"]).arg(dev)).map(drop)
+}
+
+/// Where tests put images: `MINFS_TEST_DIR`, else `/var/tmp` (on disk, O_DIRECT-capable).
+pub fn scratch_dir() -> PathBuf {
+    std::env::var_os("MINFS_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+}
