@@ -27,7 +27,11 @@ impl Allocator {
 
     /// The map of `files`, refusing two files (or two extents) that claim the same block.
     /// Extents must already lie inside the data area (the file table checks that).
-    pub fn from_files(first: u64, count: u64, files: &[FileEntry]) -> Result<Allocator, Corruption> {
+    pub fn from_files(
+        first: u64,
+        count: u64,
+        files: &[FileEntry],
+    ) -> Result<Allocator, Corruption> {
         let mut a = Allocator::new(first, count);
         for (i, f) in files.iter().enumerate() {
             for e in &f.extents {
@@ -107,7 +111,10 @@ impl Allocator {
         }
         let runs = self.free_runs();
         if let Some(r) = runs.iter().find(|r| r.len >= n) {
-            return Some(vec![Extent { start: r.start, len: n }]);
+            return Some(vec![Extent {
+                start: r.start,
+                len: n,
+            }]);
         }
         if runs.iter().map(|r| r.len).sum::<u64>() < n {
             return None;
@@ -118,7 +125,10 @@ impl Allocator {
         let mut out = Vec::new();
         for r in by_size {
             let take = r.len.min(left);
-            out.push(Extent { start: r.start, len: take });
+            out.push(Extent {
+                start: r.start,
+                len: take,
+            });
             left -= take;
             if left == 0 {
                 break;
@@ -143,16 +153,34 @@ mod tests {
         let mut a = Allocator::new(100, 20);
         a.set(Extent { start: 103, len: 2 }, true); // free: 100-102 (3), 105-119 (15)
         assert_eq!(a.choose(3), Some(vec![Extent { start: 100, len: 3 }]));
-        assert_eq!(a.choose(10), Some(vec![Extent { start: 105, len: 10 }]));
+        assert_eq!(
+            a.choose(10),
+            Some(vec![Extent {
+                start: 105,
+                len: 10
+            }])
+        );
         assert_eq!(
             a.choose(17),
-            Some(vec![Extent { start: 100, len: 2 }, Extent { start: 105, len: 15 }])
+            Some(vec![
+                Extent { start: 100, len: 2 },
+                Extent {
+                    start: 105,
+                    len: 15
+                }
+            ])
         );
         assert_eq!(a.choose(19), None);
         assert_eq!(a.free_blocks(), 18);
         assert!(!a.is_free(Extent { start: 102, len: 2 }));
-        assert!(a.is_free(Extent { start: 105, len: 15 }));
-        assert!(!a.is_free(Extent { start: 105, len: 16 }));
+        assert!(a.is_free(Extent {
+            start: 105,
+            len: 15
+        }));
+        assert!(!a.is_free(Extent {
+            start: 105,
+            len: 16
+        }));
     }
 
     #[test]

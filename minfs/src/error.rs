@@ -120,8 +120,8 @@ pub enum Error {
     #[error("{target}: corrupted: no valid metadata slot (slot A: {a}; slot B: {b})")]
     NoValidSlot {
         target: String,
-        a: Corruption,
-        b: Corruption,
+        a: Box<Corruption>,
+        b: Box<Corruption>,
     },
     #[error("{target}: {reason}")]
     NotATarget { target: String, reason: String },

@@ -32,7 +32,11 @@ impl FileHandle {
 
     /// The file's size in bytes (grows when the file is grown through any handle).
     pub fn size(&self) -> u64 {
-        self.node.meta.read().unwrap_or_else(|e| e.into_inner()).size
+        self.node
+            .meta
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .size
     }
 
     /// The file's extents.
@@ -66,8 +70,11 @@ impl FileHandle {
         let pieces = self.map(buf.as_ptr(), buf.len(), offset)?;
         let mut at = 0usize;
         for (dev_off, len) in pieces {
-            self.inner
-                .read(&mut buf[at..at + len], dev_off, &format!("reading {:?}", self.node.name))?;
+            self.inner.read(
+                &mut buf[at..at + len],
+                dev_off,
+                &format!("reading {:?}", self.node.name),
+            )?;
             at += len;
         }
         Ok(())
@@ -84,8 +91,11 @@ impl FileHandle {
         let pieces = self.map(buf.as_ptr(), buf.len(), offset)?;
         let mut at = 0usize;
         for (dev_off, len) in pieces {
-            self.inner
-                .write(&buf[at..at + len], dev_off, &format!("writing {:?}", self.node.name))?;
+            self.inner.write(
+                &buf[at..at + len],
+                dev_off,
+                &format!("writing {:?}", self.node.name),
+            )?;
             at += len;
         }
         Ok(())

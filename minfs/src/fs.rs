@@ -169,9 +169,7 @@ pub(crate) fn read_slots(
 }
 
 /// The slot open uses: the valid one with the highest generation (A on a tie).
-pub(crate) fn choose_active(
-    slots: &[std::result::Result<Slot, Corruption>; 2],
-) -> Option<SlotId> {
+pub(crate) fn choose_active(slots: &[std::result::Result<Slot, Corruption>; 2]) -> Option<SlotId> {
     match (&slots[0], &slots[1]) {
         (Ok(a), Ok(b)) => Some(if b.sb.generation > a.sb.generation {
             SlotId::B
@@ -201,8 +199,8 @@ impl Filesystem {
             let [a, b] = slots;
             return Err(Error::NoValidSlot {
                 target,
-                a: a.unwrap_err(),
-                b: b.unwrap_err(),
+                a: Box::new(a.unwrap_err()),
+                b: Box::new(b.unwrap_err()),
             });
         };
         let other_ok = match (&slots[active.index()], &slots[active.other().index()]) {
@@ -299,7 +297,9 @@ impl Filesystem {
         Ok(Superblock {
             slot: SlotId::A,
             generation: 1,
-            uuid: opts.uuid.unwrap_or_else(|| *uuid::Uuid::new_v4().as_bytes()),
+            uuid: opts
+                .uuid
+                .unwrap_or_else(|| *uuid::Uuid::new_v4().as_bytes()),
             label: opts.label.clone(),
             logical_sector_size,
             physical_sector_size,
@@ -411,7 +411,12 @@ impl Filesystem {
 
     /// Every file, by name.
     pub fn list(&self) -> Vec<FileStat> {
-        self.inner.lock().files.values().map(|n| stat_of(n)).collect()
+        self.inner
+            .lock()
+            .files
+            .values()
+            .map(|n| stat_of(n))
+            .collect()
     }
 
     /// One file.
@@ -474,7 +479,11 @@ impl Filesystem {
     /// the blocks after it are free. Durable on return; open handles see the new size.
     pub fn grow(&self, name: &str, new_size: u64) -> Result<FileStat> {
         let mut st = self.inner.lock();
-        let node = st.files.get(name).cloned().ok_or_else(|| self.not_found(name))?;
+        let node = st
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.not_found(name))?;
         let meta = node.meta.read().unwrap_or_else(|e| e.into_inner()).clone();
         if new_size < meta.size {
             return Err(Error::Shrink {
@@ -534,7 +543,10 @@ impl Filesystem {
         for e in &node.meta.read().unwrap_or_else(|e| e.into_inner()).extents {
             alloc.set(*e, false);
         }
-        let all = entries(&st).into_iter().filter(|f| f.name != name).collect();
+        let all = entries(&st)
+            .into_iter()
+            .filter(|f| f.name != name)
+            .collect();
         self.commit(&mut st, all, alloc)?;
         st.files.remove(name);
         Ok(())
@@ -543,7 +555,11 @@ impl Filesystem {
     /// A handle for positional I/O on a file.
     pub fn open_file(&self, name: &str) -> Result<FileHandle> {
         let st = self.inner.lock();
-        let node = st.files.get(name).cloned().ok_or_else(|| self.not_found(name))?;
+        let node = st
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.not_found(name))?;
         Ok(FileHandle::new(self.inner.clone(), node))
     }
 
@@ -565,7 +581,12 @@ impl Filesystem {
     }
 
     /// One commit: flush, write the inactive slot with generation + 1, flush.
-    fn commit(&self, st: &mut MutexGuard<'_, State>, mut files: Vec<FileEntry>, alloc: Allocator) -> Result<()> {
+    fn commit(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        mut files: Vec<FileEntry>,
+        alloc: Allocator,
+    ) -> Result<()> {
         let inner = &self.inner;
         if inner.dev.is_read_only() {
             return Err(Error::ReadOnly {
@@ -617,7 +638,11 @@ impl Filesystem {
 }
 
 fn check_device_geometry(dev: &dyn BlockDevice, target: &str) -> Result<()> {
-    check_sector_sizes(dev.logical_sector_size(), dev.physical_sector_size(), target)
+    check_sector_sizes(
+        dev.logical_sector_size(),
+        dev.physical_sector_size(),
+        target,
+    )
 }
 
 fn check_sector_sizes(l: u32, p: u32, target: &str) -> Result<()> {
@@ -682,7 +707,11 @@ impl Inner {
         self.check_usable()?;
         self.dev.write_at(buf, offset).map_err(|e| {
             self.poisoned.store(true, Ordering::Release);
-            Error::io(&self.target, format!("{what} ({} bytes at byte {offset})", buf.len()), e)
+            Error::io(
+                &self.target,
+                format!("{what} ({} bytes at byte {offset})", buf.len()),
+                e,
+            )
         })
     }
 
@@ -690,7 +719,11 @@ impl Inner {
     pub(crate) fn read(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
         self.check_usable()?;
         self.dev.read_at(buf, offset).map_err(|e| {
-            Error::io(&self.target, format!("{what} ({} bytes at byte {offset})", buf.len()), e)
+            Error::io(
+                &self.target,
+                format!("{what} ({} bytes at byte {offset})", buf.len()),
+                e,
+            )
         })
     }
 

@@ -19,15 +19,26 @@ use crate::fs::{choose_active, read_slots, Filesystem};
 #[non_exhaustive]
 pub enum Problem {
     /// A slot does not decode.
-    SlotInvalid { slot: SlotId, corruption: Corruption },
+    SlotInvalid {
+        slot: SlotId,
+        corruption: Corruption,
+    },
     /// Neither slot is valid; nothing to repair from.
     NoValidSlot,
     /// The slots carry different UUIDs.
-    UuidMismatch { slot: SlotId, uuid: String, active_uuid: String },
+    UuidMismatch {
+        slot: SlotId,
+        uuid: String,
+        active_uuid: String,
+    },
     /// Both slots carry the same generation.
     SameGeneration { generation: u64 },
     /// The superblock's free-block count disagrees with the bitmap of the extents.
-    FreeCountMismatch { slot: SlotId, recorded: u64, bitmap: u64 },
+    FreeCountMismatch {
+        slot: SlotId,
+        recorded: u64,
+        bitmap: u64,
+    },
 }
 
 impl Problem {
@@ -40,16 +51,26 @@ impl Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Problem::SlotInvalid { slot, corruption } => write!(f, "{slot} is invalid: {corruption}"),
+            Problem::SlotInvalid { slot, corruption } => {
+                write!(f, "{slot} is invalid: {corruption}")
+            }
             Problem::NoValidSlot => f.write_str("no valid metadata slot; cannot repair"),
-            Problem::UuidMismatch { slot, uuid, active_uuid } => write!(
+            Problem::UuidMismatch {
+                slot,
+                uuid,
+                active_uuid,
+            } => write!(
                 f,
                 "{slot} belongs to filesystem {uuid}, the active slot to {active_uuid}"
             ),
             Problem::SameGeneration { generation } => {
                 write!(f, "both slots carry generation {generation}")
             }
-            Problem::FreeCountMismatch { slot, recorded, bitmap } => write!(
+            Problem::FreeCountMismatch {
+                slot,
+                recorded,
+                bitmap,
+            } => write!(
                 f,
                 "{slot}: superblock records {recorded} free blocks, the block bitmap has {bitmap}"
             ),
@@ -104,7 +125,9 @@ pub fn check_device(dev: &dyn BlockDevice, target: &str) -> Result<Report> {
             free_blocks: 0,
         });
     };
-    let act = slots[active.index()].as_ref().expect("active slot is valid");
+    let act = slots[active.index()]
+        .as_ref()
+        .expect("active slot is valid");
     let uuid = |u: [u8; 16]| uuid::Uuid::from_bytes(u).hyphenated().to_string();
     for s in slots.iter().flatten() {
         let bitmap = s.alloc.free_blocks();

@@ -29,8 +29,15 @@ pub fn probe(dev: &dyn BlockDevice) -> io::Result<Option<Signature>> {
 
 /// [`probe`] on bytes already read from the start of a target.
 pub fn probe_bytes(b: &[u8]) -> Option<Signature> {
-    let at = |off: usize, magic: &[u8]| b.len() >= off + magic.len() && &b[off..off + magic.len()] == magic;
-    let sig = |kind, offset: usize| Some(Signature { kind, offset: offset as u64 });
+    let at = |off: usize, magic: &[u8]| {
+        b.len() >= off + magic.len() && &b[off..off + magic.len()] == magic
+    };
+    let sig = |kind, offset: usize| {
+        Some(Signature {
+            kind,
+            offset: offset as u64,
+        })
+    };
     for off in SLOT_OFFSETS {
         if at(off as usize, &SUPERBLOCK_MAGIC) {
             return sig("a minfs filesystem", off as usize);
@@ -80,12 +87,30 @@ mod tests {
     #[test]
     fn recognises_each_signature() {
         assert_eq!(probe_bytes(&vec![0u8; PROBE_LEN as usize]), None);
-        assert_eq!(probe_bytes(&with(0, b"XFSB")).unwrap().kind, "an XFS filesystem");
-        assert_eq!(probe_bytes(&with(1080, &[0x53, 0xEF])).unwrap().offset, 1080);
-        assert_eq!(probe_bytes(&with(0x10040, b"_BHRfS_M")).unwrap().kind, "a btrfs filesystem");
-        assert_eq!(probe_bytes(&with(4086, b"SWAPSPACE2")).unwrap().kind, "swap space");
-        assert_eq!(probe_bytes(&with(512, b"EFI PART")).unwrap().kind, "a GPT partition table");
-        assert_eq!(probe_bytes(&with(65536, b"MINFS-SB")).unwrap().kind, "a minfs filesystem");
+        assert_eq!(
+            probe_bytes(&with(0, b"XFSB")).unwrap().kind,
+            "an XFS filesystem"
+        );
+        assert_eq!(
+            probe_bytes(&with(1080, &[0x53, 0xEF])).unwrap().offset,
+            1080
+        );
+        assert_eq!(
+            probe_bytes(&with(0x10040, b"_BHRfS_M")).unwrap().kind,
+            "a btrfs filesystem"
+        );
+        assert_eq!(
+            probe_bytes(&with(4086, b"SWAPSPACE2")).unwrap().kind,
+            "swap space"
+        );
+        assert_eq!(
+            probe_bytes(&with(512, b"EFI PART")).unwrap().kind,
+            "a GPT partition table"
+        );
+        assert_eq!(
+            probe_bytes(&with(65536, b"MINFS-SB")).unwrap().kind,
+            "a minfs filesystem"
+        );
         assert!(probe_bytes(&with(510, &[0x55, 0xAA])).is_some());
         // Short buffers do not panic.
         assert_eq!(probe_bytes(&[0u8; 10]), None);

@@ -82,7 +82,9 @@ impl Drop for AlignedBuf {
 
 impl std::fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AlignedBuf").field("len", &self.len).finish()
+        f.debug_struct("AlignedBuf")
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -108,8 +110,8 @@ pub fn block_device_geometry(file: &File) -> io::Result<(u64, u32, u32)> {
         ioctl::blksszget(fd, &mut lss).map_err(io::Error::from)?;
         ioctl::blkpbszget(fd, &mut pss).map_err(io::Error::from)?;
     }
-    let lss = u32::try_from(lss)
-        .map_err(|_| io::Error::other(format!("BLKSSZGET returned {lss}")))?;
+    let lss =
+        u32::try_from(lss).map_err(|_| io::Error::other(format!("BLKSSZGET returned {lss}")))?;
     Ok((size, lss, pss))
 }
 

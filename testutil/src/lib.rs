@@ -38,10 +38,17 @@ macro_rules! require_loop {
             if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
                 panic!("MINFS_REQUIRE_LOOP=1 but loop devices are unavailable: {reason}");
             }
-            eprintln!("SKIPPED {}: {reason}", module_path!());
+            $crate::print_skip(module_path!(), &reason);
             return;
         }
     };
+}
+
+/// Prints a skip notice to the process's stderr, bypassing the test harness's output capture
+/// (which hides `eprintln!` of passing tests), so the reason is always visible.
+pub fn print_skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {reason}");
 }
 
 /// Whether a program is on PATH (also looks in the sbin directories).
@@ -82,7 +89,9 @@ impl LoopDevice {
     /// Attaches a loop device (`--direct-io=on`, the given logical sector size) over a new
     /// zero-filled image of `size` bytes.
     pub fn new(size: u64, sector_size: u32) -> io::Result<LoopDevice> {
-        let dir = tempfile::Builder::new().prefix("minfs-test-").tempdir_in(scratch_dir())?;
+        let dir = tempfile::Builder::new()
+            .prefix("minfs-test-")
+            .tempdir_in(scratch_dir())?;
         let image = dir.path().join("loop.img");
         let f = std::fs::File::create(&image)?;
         f.set_len(size)?;
@@ -137,7 +146,9 @@ pub struct Mount {
 impl Mount {
     /// `mount DEV DIR`.
     pub fn new(dev: &Path) -> io::Result<Mount> {
-        let dir = tempfile::Builder::new().prefix("minfs-mnt-").tempdir_in(scratch_dir())?;
+        let dir = tempfile::Builder::new()
+            .prefix("minfs-mnt-")
+            .tempdir_in(scratch_dir())?;
         run(Command::new("mount").arg(dev).arg(dir.path()))?;
         Ok(Mount { dir })
     }
@@ -168,7 +179,14 @@ impl Drop for Mount {
 /// `mkfs.ext4` without a journal, as the comparison uses it.
 pub fn mkfs_ext4(dev: &Path) -> io::Result<()> {
     run(Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-O", "^has_journal", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard"])
+        .args([
+            "-q",
+            "-F",
+            "-O",
+            "^has_journal",
+            "-E",
+            "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+        ])
         .arg(dev))
     .map(drop)
 }

@@ -1,1 +1,157 @@
-pub fn main() -> std::process::ExitCode { std::process::ExitCode::SUCCESS }
+//! The `minfs` command line, in the style of e2fsprogs. `main.rs` only calls [`main`].
+//!
+//! Exit codes: `fsck` follows e2fsck (0 clean, 1 errors corrected, 4 errors left uncorrected,
+//! 8 operational error, 16 usage error); every other command exits 0 on success, 1 on failure
+//! and 2 on a usage error.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cat;
+mod create;
+mod fsck;
+mod info;
+mod ls;
+mod mkfs;
+mod rm;
+mod write;
+
+/// Exit code of a failed command (other than fsck).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code of a usage error (other than fsck).
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "minfs",
+    version,
+    about = "A minimal filesystem for one image file or block device: a few named files in 4 KiB-aligned extents, O_DIRECT I/O.",
+    after_help = "Exit codes: 0 success, 1 failure, 2 usage error; fsck: 0 clean, 1 corrected, 4 uncorrected, 8 operational error, 16 usage error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Make a filesystem on an image file (created and preallocated with --size) or a block device.
+    Mkfs(mkfs::Args),
+    /// Show the superblock and the files (like tune2fs -l).
+    Info(info::Args),
+    /// Check (and with -y repair) both metadata slots and the extents.
+    Fsck(fsck::Args),
+    /// List the files.
+    Ls(ls::Args),
+    /// Create a preallocated file of a given size.
+    Create(create::Args),
+    /// Grow a file to a larger size.
+    Grow(create::GrowArgs),
+    /// Remove a file.
+    Rm(rm::Args),
+    /// Write a file's contents to stdout.
+    Cat(cat::Args),
+    /// Copy stdin into a file at an offset (the file does not grow).
+    Write(write::Args),
+}
+
+/// Parses a size such as `10G`, `256K`, `1MiB` or `4096` (K, M, G, T are powers of 1024).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s)
+        .map_err(|e| format!("invalid size {s:?}: {e}"))
+}
+
+/// Target argument shared by the subcommands.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TargetArg {
+    /// Image file or block device.
+    #[arg(value_name = "TARGET")]
+    pub target: PathBuf,
+}
+
+/// Runs `minfs` with the process arguments.
+pub fn main() -> ExitCode {
+    main_with(std::env::args_os())
+}
+
+/// Runs `minfs` with `args` (the first is the program name).
+pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let is_fsck = args.get(1).is_some_and(|a| a == "fsck");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = match e.kind() {
+                clap::error::ErrorKind::DisplayHelp
+                | clap::error::ErrorKind::DisplayVersion
+                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                    if e.exit_code() == 0 =>
+                {
+                    0
+                }
+                _ if is_fsck => fsck::EXIT_USAGE,
+                _ => EXIT_USAGE,
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let failure = if matches!(cli.command, Command::Fsck(_)) {
+        fsck::EXIT_OPERATIONAL
+    } else {
+        EXIT_FAILURE
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("minfs: {e:#}");
+            ExitCode::from(failure)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Mkfs(a) => mkfs::run(a),
+        Command::Info(a) => info::run(a),
+        Command::Fsck(a) => fsck::run(a),
+        Command::Ls(a) => ls::run(a),
+        Command::Create(a) => create::run(a),
+        Command::Grow(a) => create::run_grow(a),
+        Command::Rm(a) => rm::run(a),
+        Command::Cat(a) => cat::run(a),
+        Command::Write(a) => write::run(a),
+    }
+}
+
+/// Writes to stdout; a closed pipe (e.g. `minfs cat … | head`) ends the output quietly.
+pub(crate) fn out(bytes: &[u8]) -> anyhow::Result<bool> {
+    match std::io::stdout().lock().write_all(bytes) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to stdout")),
+    }
+}
+
+/// `1234567` → `"1234567 (1.2 MiB)"`.
+pub(crate) fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{bytes} ({v:.1} {})", UNITS[u])
+    }
+}

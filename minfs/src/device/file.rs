@@ -120,8 +120,8 @@ impl FileDevice {
             TargetKind::BlockDevice => sys::block_device_geometry(fd.file())
                 .map_err(|e| Error::io(&target, "reading the device geometry (ioctl)", e))?,
             TargetKind::Image => {
-                let align = sys::dio_alignment(fd.file())
-                    .map_err(|e| Error::io(&target, "statx", e))?;
+                let align =
+                    sys::dio_alignment(fd.file()).map_err(|e| Error::io(&target, "statx", e))?;
                 let logical = align.map(|(_, off)| off).unwrap_or(512).max(512);
                 let physical = (meta.blksize() as u32).max(logical);
                 (meta.len(), logical, physical)

@@ -85,7 +85,11 @@ pub fn encode(files: &[FileEntry], generation: u64) -> Result<Vec<u8>, usize> {
 /// area, allocation matching the size). Overlaps between files are checked by the slot.
 pub fn decode(buf: &[u8], sb: &Superblock) -> Result<Vec<FileEntry>, Corruption> {
     if buf.len() != FILE_TABLE_SIZE {
-        return Err(bad("buffer length", buf.len() as u64, &FILE_TABLE_SIZE.to_string()));
+        return Err(bad(
+            "buffer length",
+            buf.len() as u64,
+            &FILE_TABLE_SIZE.to_string(),
+        ));
     }
     if buf[field::MAGIC] != FILE_TABLE_MAGIC {
         let mut found = [0u8; 8];
@@ -100,7 +104,10 @@ pub fn decode(buf: &[u8], sb: &Superblock) -> Result<Vec<FileEntry>, Corruption>
         return Err(bad(
             "crc",
             crc.into(),
-            &format!("{:#010x} (the superblock's file_table_crc)", sb.file_table_crc),
+            &format!(
+                "{:#010x} (the superblock's file_table_crc)",
+                sb.file_table_crc
+            ),
         ));
     }
     let generation = le_u64(buf, field::GENERATION.start);
@@ -311,7 +318,14 @@ mod tests {
         let sb = sb_for(&table, &f);
         let err = decode(&table, &sb).unwrap_err();
         assert!(
-            matches!(err, Corruption::BadField { field: "generation", value: 6, .. }),
+            matches!(
+                err,
+                Corruption::BadField {
+                    field: "generation",
+                    value: 6,
+                    ..
+                }
+            ),
             "{err}"
         );
     }
@@ -340,7 +354,11 @@ mod tests {
         let sb = sb_for(&table, &f);
         assert!(matches!(
             decode(&table, &sb),
-            Err(Corruption::SizeMismatch { needed: 100, allocated: 4, .. })
+            Err(Corruption::SizeMismatch {
+                needed: 100,
+                allocated: 4,
+                ..
+            })
         ));
     }
 
@@ -350,7 +368,12 @@ mod tests {
             .map(|i| FileEntry {
                 name: format!("f{i}"),
                 size: 4096 * 30,
-                extents: (0..30).map(|j| Extent { start: 1000 + i * 100 + j * 2, len: 1 }).collect(),
+                extents: (0..30)
+                    .map(|j| Extent {
+                        start: 1000 + i * 100 + j * 2,
+                        len: 1,
+                    })
+                    .collect(),
             })
             .collect();
         assert!(encode(&many, 1).is_err());

@@ -86,7 +86,10 @@ mod tests {
         for i in (0..buf.len()).step_by(7) {
             let mut b = buf.to_vec();
             b[i] ^= 0x04;
-            assert!(decode(&b, SlotId::A).is_err(), "flip at byte {i} went unnoticed");
+            assert!(
+                decode(&b, SlotId::A).is_err(),
+                "flip at byte {i} went unnoticed"
+            );
         }
     }
 

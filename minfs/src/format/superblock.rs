@@ -162,7 +162,11 @@ impl Superblock {
         }
         let idx = le_u32(buf, field::SLOT.start);
         if idx as usize != slot.index() {
-            return Err(bad("slot", idx.into(), &format!("{} ({slot})", slot.index())));
+            return Err(bad(
+                "slot",
+                idx.into(),
+                &format!("{} ({slot})", slot.index()),
+            ));
         }
         let own = le_u64(buf, field::SLOT_OFFSET.start);
         if own != SLOT_OFFSETS[slot.index()] {
@@ -270,7 +274,13 @@ impl Superblock {
             ));
         }
         let label = std::str::from_utf8(&label_bytes[..label_len])
-            .map_err(|e| bad("label", e.valid_up_to() as u64, "valid UTF-8 (value is the offset of the first bad byte)"))?
+            .map_err(|e| {
+                bad(
+                    "label",
+                    e.valid_up_to() as u64,
+                    "valid UTF-8 (value is the offset of the first bad byte)",
+                )
+            })?
             .to_string();
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&buf[field::UUID]);
@@ -355,7 +365,17 @@ pub(crate) mod tests {
     fn slot_b_superblock_is_not_accepted_as_slot_a() {
         let bytes = sample(SlotId::B).encode();
         let err = Superblock::decode(&bytes, SlotId::A).unwrap_err();
-        assert!(matches!(err, Corruption::BadField { field: "slot", value: 1, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Corruption::BadField {
+                    field: "slot",
+                    value: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     /// A checksum-valid superblock with nonsense geometry is refused and the error names the
@@ -367,7 +387,10 @@ pub(crate) mod tests {
         seal(&mut b);
         let err = Superblock::decode(&b, SlotId::A).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("block_count") && msg.contains(&u64::MAX.to_string()), "{msg}");
+        assert!(
+            msg.contains("block_count") && msg.contains(&u64::MAX.to_string()),
+            "{msg}"
+        );
 
         let mut b = sample(SlotId::A).encode();
         b[field::TOTAL_BYTES].copy_from_slice(&4096u64.to_le_bytes());

@@ -1,0 +1,407 @@
+//! The `minfs` command on image files: every subcommand, its output, and its exit codes.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{corrupt_slots_and_check, json, minfs};
+use predicates::prelude::*;
+
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::Builder::new()
+                .prefix("minfs-cli-")
+                .tempdir_in(testutil::scratch_dir())
+                .unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// A fresh 64 MiB filesystem image.
+    fn image(&self) -> PathBuf {
+        let img = self.path("disk.img");
+        minfs()
+            .args(["mkfs", "-s", "64M", "-L", "test"])
+            .arg(&img)
+            .assert()
+            .success();
+        img
+    }
+}
+
+#[test]
+fn mkfs_creates_a_preallocated_image_of_the_given_size() {
+    let s = Scratch::new();
+    let img = s.path("disk.img");
+    minfs()
+        .args(["mkfs", "--size", "32M"])
+        .arg(&img)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "created an image of 33554432 bytes",
+        ));
+    let meta = std::fs::metadata(&img).unwrap();
+    assert_eq!(meta.len(), 32 << 20);
+    use std::os::unix::fs::MetadataExt;
+    assert!(
+        meta.blocks() * 512 >= 32 << 20,
+        "image is sparse: {} blocks",
+        meta.blocks()
+    );
+}
+
+#[test]
+fn mkfs_dry_run_writes_nothing() {
+    let s = Scratch::new();
+    let img = s.path("disk.img");
+    minfs()
+        .args(["mkfs", "-n", "-s", "32M"])
+        .arg(&img)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nothing was written"));
+    assert!(!img.exists());
+}
+
+#[test]
+fn mkfs_keeps_the_size_of_an_existing_image() {
+    let s = Scratch::new();
+    let img = s.path("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    minfs().arg("mkfs").arg(&img).assert().success();
+    assert_eq!(std::fs::metadata(&img).unwrap().len(), 8 << 20);
+    assert_eq!(json(&["info", "--json"], &img)["total_bytes"], 8u64 << 20);
+    // A different --size for an existing image is refused, and the image is left alone.
+    minfs()
+        .args(["mkfs", "-f", "-s", "16M"])
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("keeps its size"));
+    assert_eq!(std::fs::metadata(&img).unwrap().len(), 8 << 20);
+}
+
+#[test]
+fn mkfs_refuses_an_existing_minfs_without_force() {
+    let s = Scratch::new();
+    let img = s.image();
+    let before = json(&["info", "--json"], &img)["uuid"].clone();
+    minfs().arg("mkfs").arg(&img).assert().code(1).stderr(
+        predicate::str::contains("holds a minfs filesystem")
+            .and(predicate::str::contains("--force")),
+    );
+    assert_eq!(json(&["info", "--json"], &img)["uuid"], before);
+    minfs().args(["mkfs", "-f"]).arg(&img).assert().success();
+    assert_ne!(json(&["info", "--json"], &img)["uuid"], before);
+}
+
+#[test]
+fn info_json_has_the_documented_fields() {
+    let s = Scratch::new();
+    let img = s.image();
+    minfs()
+        .args(["create"])
+        .arg(&img)
+        .args(["data", "--size", "1M"])
+        .assert()
+        .success();
+    let v = json(&["info", "--json"], &img);
+    for key in [
+        "uuid",
+        "label",
+        "generation",
+        "block_size",
+        "logical_sector_size",
+        "physical_sector_size",
+        "total_bytes",
+        "free_bytes",
+        "superblock_offsets",
+        "files",
+    ] {
+        assert!(v.get(key).is_some(), "info --json lacks {key}: {v}");
+    }
+    assert_eq!(v["label"], "test");
+    assert_eq!(v["block_size"], 4096);
+    assert_eq!(v["superblock_offsets"], serde_json::json!([0, 65536]));
+    assert_eq!(v["files"][0]["name"], "data");
+    assert_eq!(v["files"][0]["size"], 1 << 20);
+    assert_eq!(v["files"][0]["extents"][0]["offset"], 1 << 20);
+    assert_eq!(v["files"][0]["extents"][0]["length"], 1 << 20);
+    assert_eq!(v["free_bytes"], (64u64 << 20) - (1 << 20) - (1 << 20));
+    minfs().arg("info").arg(&img).assert().success().stdout(
+        predicate::str::contains("Filesystem UUID:").and(predicate::str::contains(
+            "Superblock offsets:       0, 65536",
+        )),
+    );
+}
+
+#[test]
+fn create_ls_write_cat_grow_rm() {
+    let s = Scratch::new();
+    let img = s.image();
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["a", "--size", "10000"])
+        .assert()
+        .success();
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["b", "-s", "2M"])
+        .assert()
+        .success();
+    minfs()
+        .arg("ls")
+        .arg(&img)
+        .assert()
+        .success()
+        .stdout("a\nb\n");
+    minfs()
+        .args(["ls", "-l"])
+        .arg(&img)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("10000").and(predicate::str::contains("2097152")));
+    let files = json(&["ls", "--json"], &img);
+    assert_eq!(files.as_array().unwrap().len(), 2);
+
+    let data: Vec<u8> = (0..7777u32).map(|i| (i * 31 % 251) as u8).collect();
+    minfs()
+        .arg("write")
+        .arg(&img)
+        .arg("a")
+        .write_stdin(data.clone())
+        .assert()
+        .success();
+    let out = minfs()
+        .arg("cat")
+        .arg(&img)
+        .arg("a")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(out.len(), 10000);
+    assert_eq!(&out[..data.len()], &data[..]);
+    assert!(out[data.len()..].iter().all(|&b| b == 0));
+
+    // A write at an offset keeps the bytes around it (read-modify-write of the last sector).
+    minfs()
+        .arg("write")
+        .arg(&img)
+        .args(["a", "--offset", "512"])
+        .write_stdin("XY")
+        .assert()
+        .success();
+    let out = minfs()
+        .arg("cat")
+        .arg(&img)
+        .arg("a")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(&out[512..514], b"XY");
+    assert_eq!(&out[..512], &data[..512]);
+    assert_eq!(&out[514..data.len()], &data[514..]);
+
+    minfs()
+        .arg("grow")
+        .arg(&img)
+        .args(["a", "-s", "20000"])
+        .assert()
+        .success();
+    let out = minfs()
+        .arg("cat")
+        .arg(&img)
+        .arg("a")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(out.len(), 20000);
+    assert_eq!(&out[514..data.len()], &data[514..]);
+    minfs()
+        .arg("grow")
+        .arg(&img)
+        .args(["a", "-s", "100"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("never shrink"));
+
+    minfs().arg("rm").arg(&img).arg("a").assert().success();
+    minfs().arg("ls").arg(&img).assert().success().stdout("b\n");
+    minfs().arg("fsck").arg(&img).assert().code(0);
+}
+
+#[test]
+fn errors_name_the_target_and_the_problem() {
+    let s = Scratch::new();
+    let img = s.image();
+    let t = img.display().to_string();
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["a", "-s", "1M"])
+        .assert()
+        .success();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "create".into(),
+                t.clone(),
+                "a".into(),
+                "-s".into(),
+                "1M".into(),
+            ],
+            "already exists",
+        ),
+        (
+            vec![
+                "create".into(),
+                t.clone(),
+                "x".repeat(65),
+                "-s".into(),
+                "1M".into(),
+            ],
+            "longer than 64 bytes",
+        ),
+        (
+            vec![
+                "create".into(),
+                t.clone(),
+                "big".into(),
+                "-s".into(),
+                "1G".into(),
+            ],
+            "no space",
+        ),
+        (vec!["rm".into(), t.clone(), "nope".into()], "no file named"),
+        (
+            vec!["cat".into(), t.clone(), "nope".into()],
+            "no file named",
+        ),
+        (
+            vec![
+                "write".into(),
+                t.clone(),
+                "a".into(),
+                "--offset".into(),
+                "100".into(),
+            ],
+            "not a multiple",
+        ),
+    ];
+    for (args, want) in cases {
+        minfs()
+            .args(&args)
+            .write_stdin("")
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(want).and(predicate::str::contains(&t)));
+    }
+}
+
+#[test]
+fn non_minfs_targets_are_named_as_such() {
+    let s = Scratch::new();
+    let plain = s.path("zeros.img");
+    std::fs::write(&plain, vec![0u8; 1 << 20]).unwrap();
+    for cmd in ["info", "ls"] {
+        minfs()
+            .arg(cmd)
+            .arg(&plain)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("not a minfs filesystem"));
+    }
+    minfs().arg("fsck").arg(&plain).assert().code(8);
+    minfs()
+        .arg("info")
+        .arg(s.dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is a directory"));
+    minfs()
+        .arg("info")
+        .arg(s.path("missing.img"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("missing.img"));
+}
+
+#[test]
+fn usage_errors_exit_2_and_fsck_usage_errors_exit_16() {
+    minfs().assert().code(2);
+    minfs().arg("frobnicate").assert().code(2);
+    minfs().args(["create", "x.img", "name"]).assert().code(2); // --size missing
+    minfs()
+        .args(["mkfs", "-s", "ten", "x.img"])
+        .assert()
+        .code(2);
+    minfs()
+        .args(["fsck", "-n", "-y", "x.img"])
+        .assert()
+        .code(16);
+    minfs().args(["fsck"]).assert().code(16);
+    minfs().arg("--help").assert().code(0);
+    minfs().arg("--version").assert().code(0);
+}
+
+#[test]
+fn mkfs_bad_sizes_are_refused_without_leaving_files() {
+    let s = Scratch::new();
+    let img = s.path("x.img");
+    minfs()
+        .args(["mkfs", "-s", "1M"])
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("too small"));
+    minfs()
+        .args(["mkfs", "-s", "1000000"])
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a multiple of 4096"));
+    minfs()
+        .args(["mkfs", "-s", "8E"])
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("x.img"));
+    assert!(!img.exists(), "a failed mkfs left {img:?} behind");
+    minfs()
+        .arg("mkfs")
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("give --size"));
+}
+
+#[test]
+fn corrupted_slot_is_survived_and_repaired_on_an_image() {
+    let s = Scratch::new();
+    let img = s.image();
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["keep", "-s", "1M"])
+        .assert()
+        .success();
+    corrupt_slots_and_check(&img);
+}

@@ -1,0 +1,149 @@
+//! The format document and the code agree: the constants table, the field tables, and a golden
+//! image of a small filesystem made with fixed UUID and time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use minfs::format::{self, file_table, superblock};
+use minfs::{Filesystem, FormatOptions, MemDevice};
+
+fn doc() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/FORMAT.md");
+    std::fs::read_to_string(path).expect("docs/FORMAT.md is readable")
+}
+
+/// The rows of the first table after `heading`, as cells.
+fn table_after(doc: &str, heading: &str) -> Vec<Vec<String>> {
+    let start = doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("FORMAT.md has no heading {heading:?}"));
+    doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // header and separator
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().trim_matches('`').to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn constants_table_matches_the_code() {
+    let rows = table_after(&doc(), "## Constants");
+    let doc: HashMap<String, u64> = rows
+        .iter()
+        .map(|r| (r[0].clone(), r[1].parse().expect("a number")))
+        .collect();
+    let code: &[(&str, u64)] = &[
+        ("BLOCK_SIZE", format::BLOCK_SIZE),
+        ("SLOT_SIZE", format::SLOT_SIZE),
+        ("SLOT_A_OFFSET", format::SLOT_OFFSETS[0]),
+        ("SLOT_B_OFFSET", format::SLOT_OFFSETS[1]),
+        ("DATA_START", format::DATA_START),
+        ("FORMAT_VERSION", format::FORMAT_VERSION.into()),
+        ("SUPERBLOCK_SIZE", format::SUPERBLOCK_SIZE as u64),
+        ("FILE_TABLE_SIZE", format::FILE_TABLE_SIZE as u64),
+        ("FILE_TABLE_HEADER_SIZE", file_table::HEADER_SIZE as u64),
+        ("RECORD_HEADER_SIZE", file_table::RECORD_HEADER_SIZE as u64),
+        ("EXTENT_SIZE", file_table::EXTENT_SIZE as u64),
+        ("MAX_FILES", format::MAX_FILES as u64),
+        ("MAX_NAME_LEN", format::MAX_NAME_LEN as u64),
+        ("LABEL_SIZE", format::LABEL_SIZE as u64),
+        ("MIN_SIZE", format::MIN_SIZE),
+    ];
+    assert_eq!(
+        doc.len(),
+        code.len(),
+        "FORMAT.md lists other constants than the code"
+    );
+    for (name, value) in code {
+        assert_eq!(doc.get(*name), Some(value), "constant {name}");
+    }
+    assert!(doc_text_has(&format!(
+        "`{}`",
+        std::str::from_utf8(&format::SUPERBLOCK_MAGIC).unwrap()
+    )));
+    assert!(doc_text_has(&format!(
+        "`{}`",
+        std::str::from_utf8(&format::FILE_TABLE_MAGIC).unwrap()
+    )));
+}
+
+fn doc_text_has(s: &str) -> bool {
+    doc().contains(s)
+}
+
+fn check_fields(heading: &str, layout: &[(&str, std::ops::Range<usize>)]) {
+    let rows = table_after(&doc(), heading);
+    let doc: Vec<(usize, usize, String)> = rows
+        .iter()
+        .map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap(), r[2].clone()))
+        .collect();
+    let code: Vec<(usize, usize, String)> = layout
+        .iter()
+        .map(|(n, r)| (r.start, r.len(), n.to_string()))
+        .collect();
+    assert_eq!(
+        doc, code,
+        "the {heading} table of FORMAT.md differs from the code"
+    );
+}
+
+#[test]
+fn superblock_table_matches_the_code() {
+    check_fields("## Superblock", superblock::LAYOUT);
+}
+
+#[test]
+fn file_table_header_matches_the_code() {
+    check_fields("## File table", file_table::LAYOUT);
+}
+
+/// A small filesystem with fixed UUID and time, as text: one line per non-zero 32-byte row of
+/// the metadata area (both slots).
+fn golden_text() -> String {
+    let dev = Arc::new(MemDevice::new(4 << 20, 512, 4096));
+    let opts = FormatOptions {
+        label: "golden".into(),
+        uuid: Some(*b"minfs-golden-v1!"),
+        time: Some(1_790_000_000),
+        ..Default::default()
+    };
+    let fs = Filesystem::format(dev.clone(), "golden", &opts).unwrap();
+    fs.create("cannyls.lusf", 100_000).unwrap();
+    fs.create("b", 3 * 4096).unwrap();
+    fs.grow("cannyls.lusf", 200_000).unwrap();
+    fs.remove("b").unwrap();
+    fs.create("c", 1).unwrap();
+    let bytes = dev.snapshot();
+    let mut out = String::new();
+    for (i, row) in bytes[..2 * format::SLOT_SIZE as usize]
+        .chunks(32)
+        .enumerate()
+    {
+        if row.iter().any(|&b| b != 0) {
+            let hex: String = row.iter().map(|b| format!("{b:02x}")).collect();
+            out.push_str(&format!("{:06x}: {hex}\n", i * 32));
+        }
+    }
+    out
+}
+
+#[test]
+fn golden_image_is_unchanged() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/format-v1.hex");
+    let now = golden_text();
+    if std::env::var_os("MINFS_BLESS").is_some() {
+        std::fs::write(path, &now).unwrap();
+    }
+    let want = std::fs::read_to_string(path)
+        .expect("golden file missing: run with MINFS_BLESS=1 once, review and commit it");
+    assert!(
+        now == want,
+        "the on-disk format changed: bump FORMAT_VERSION, update FORMAT.md's version log, and bless a new golden file"
+    );
+}
