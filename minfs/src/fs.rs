@@ -146,16 +146,7 @@ pub(crate) fn read_slots(
         dev.read_at(&mut buf, id.offset())
             .map_err(|e| Error::io(target, format!("reading {id} at byte {}", id.offset()), e))?;
         magic[id.index()] = Superblock::has_magic(&buf);
-        let decoded = slot::decode(&buf, id).and_then(|s| {
-            if s.sb.total_bytes > dev.len() {
-                Err(Corruption::BeyondDevice {
-                    total_bytes: s.sb.total_bytes,
-                    device_len: dev.len(),
-                })
-            } else {
-                Ok(s)
-            }
-        });
+        let decoded = slot::decode(&buf, id, dev.len());
         out.push(decoded);
     }
     if !magic[0] && !magic[1] {

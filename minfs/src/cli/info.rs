@@ -16,8 +16,25 @@ pub struct Args {
     target: TargetArg,
 }
 
-fn time(t: u64) -> String {
-    format!("{t} (Unix seconds)")
+/// `1790000000` → `"2026-09-21 14:13:20 UTC"` (proleptic Gregorian, no leap seconds).
+pub(crate) fn time(t: u64) -> String {
+    let (days, secs) = (t / 86_400, t % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -70,4 +87,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates() {
+        assert_eq!(super::time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::time(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(super::time(1_790_000_000), "2026-09-21 14:13:20 UTC");
+    }
 }

@@ -31,9 +31,11 @@ pub fn encode(sb: &Superblock, files: &[FileEntry], id: SlotId) -> Result<Aligne
     Ok(buf)
 }
 
-/// Decodes and validates slot `id` from its 64 KiB: superblock, file table, and that no two
-/// extents share a block.
-pub fn decode(buf: &[u8], id: SlotId) -> Result<Slot, Corruption> {
+/// Decodes and validates slot `id` from its 64 KiB, read from a target of `device_len` bytes:
+/// superblock, that the filesystem fits on the target (checked before the block bitmap is
+/// allocated, so a corrupt size cannot make us allocate without bound), file table, and that
+/// no two extents share a block.
+pub fn decode(buf: &[u8], id: SlotId, device_len: u64) -> Result<Slot, Corruption> {
     if buf.len() != SLOT_SIZE as usize {
         return Err(Corruption::BadField {
             structure: "slot",
@@ -43,6 +45,12 @@ pub fn decode(buf: &[u8], id: SlotId) -> Result<Slot, Corruption> {
         });
     }
     let sb = Superblock::decode(&buf[..SUPERBLOCK_SIZE], id)?;
+    if sb.total_bytes > device_len {
+        return Err(Corruption::BeyondDevice {
+            total_bytes: sb.total_bytes,
+            device_len,
+        });
+    }
     let files = file_table::decode(&buf[FILE_TABLE_OFFSET..], &sb)?;
     let alloc = Allocator::from_files(sb.first_data_block(), sb.block_count, &files)?;
     Ok(Slot { sb, files, alloc })
@@ -53,6 +61,8 @@ mod tests {
     use super::*;
     use crate::format::superblock::tests::sample;
     use crate::format::Extent;
+
+    const LEN: u64 = 64 << 20;
 
     fn files() -> Vec<FileEntry> {
         vec![
@@ -73,7 +83,7 @@ mod tests {
     fn roundtrip() {
         let sb = sample(SlotId::B);
         let buf = encode(&sb, &files(), SlotId::B).unwrap();
-        let slot = decode(&buf, SlotId::B).unwrap();
+        let slot = decode(&buf, SlotId::B, LEN).unwrap();
         assert_eq!(slot.files, files());
         assert_eq!(slot.sb.generation, sb.generation);
         assert_eq!(slot.sb.file_count, 2);
@@ -87,10 +97,27 @@ mod tests {
             let mut b = buf.to_vec();
             b[i] ^= 0x04;
             assert!(
-                decode(&b, SlotId::A).is_err(),
+                decode(&b, SlotId::A, LEN).is_err(),
                 "flip at byte {i} went unnoticed"
             );
         }
+    }
+
+    /// Regression: a checksum-valid superblock claiming an enormous filesystem made decode
+    /// allocate a bitmap for it before the size was compared with the target.
+    #[test]
+    fn huge_total_bytes_is_refused_before_allocating_the_bitmap() {
+        let mut sb = sample(SlotId::A);
+        sb.total_bytes = 1 << 62;
+        sb.block_count = (sb.total_bytes - sb.data_start) / 4096;
+        let buf = encode(&sb, &[], SlotId::A).unwrap();
+        assert_eq!(
+            decode(&buf, SlotId::A, LEN).unwrap_err(),
+            Corruption::BeyondDevice {
+                total_bytes: 1 << 62,
+                device_len: LEN
+            }
+        );
     }
 
     #[test]
@@ -98,7 +125,7 @@ mod tests {
         let mut f = files();
         f[1].extents[0].start = 257;
         let buf = encode(&sample(SlotId::A), &f, SlotId::A).unwrap();
-        let err = decode(&buf, SlotId::A).unwrap_err();
+        let err = decode(&buf, SlotId::A, LEN).unwrap_err();
         assert_eq!(
             err,
             Corruption::OverlappingExtents {
@@ -118,9 +145,9 @@ mod tests {
         let new = encode(&sb2, &files()[..1], SlotId::A).unwrap();
         let mut torn = new.to_vec();
         torn[FILE_TABLE_OFFSET..].copy_from_slice(&old[FILE_TABLE_OFFSET..]);
-        assert!(decode(&torn, SlotId::A).is_err());
+        assert!(decode(&torn, SlotId::A, LEN).is_err());
         let mut torn = old.to_vec();
         torn[FILE_TABLE_OFFSET..].copy_from_slice(&new[FILE_TABLE_OFFSET..]);
-        assert!(decode(&torn, SlotId::A).is_err());
+        assert!(decode(&torn, SlotId::A, LEN).is_err());
     }
 }
