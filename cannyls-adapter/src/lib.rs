@@ -1,1 +1,553 @@
-//! placeholder
+//! [`MinfsNvm`]: one [minfs] file as the non-volatile memory of a [Cannyls] storage.
+//!
+//! Cannyls (the per-disk engine of FrugalOS) keeps its lumps in a
+//! [`NonVolatileMemory`]: a byte range with block-aligned, positional I/O. [`MinfsNvm`]
+//! implements it over a file of a minfs filesystem (an image file or a whole block device), so
+//! several Cannyls storages can share one disk without a kernel filesystem under them.
+//!
+//! - **No extra copy**: reads and writes go straight from Cannyls' buffer to the device (minfs
+//!   does one O_DIRECT `pread`/`pwrite` per contiguous extent piece).
+//! - **Durability**: [`NonVolatileMemory::sync`] flushes the device ([`FileHandle::flush`]);
+//!   `Write::flush` does nothing, as with Cannyls' own `FileNvm`, because nothing is buffered.
+//! - **Block size**: by default the device's logical sector size (512 on most disks, 4096 on 4Kn
+//!   disks). [`MinfsNvm::with_block_size`] picks a larger multiple, e.g. 4096 so that every
+//!   Cannyls write is 4 KiB-aligned on a 512e disk. A Cannyls storage's block size must be a
+//!   multiple of its memory's: create the storage with [`MinfsNvm::storage_builder`] (or
+//!   `StorageBuilder::new().block_size(nvm.block_size())`).
+//! - **Sharing**: a [`FileHandle`] is `Clone + Send + Sync`; [`NonVolatileMemory::split`] gives
+//!   two views (journal and data regions) of the same file, like `FileNvm::split`.
+//! - **One read-write open per target and process**: minfs locks the target with
+//!   `flock(LOCK_EX | LOCK_NB)`. For several storages in one filesystem, open the
+//!   [`Filesystem`] once and use [`MinfsNvm::create_in`] / [`MinfsNvm::from_filesystem`].
+//!
+//! # Requests and errors
+//! Positions and lengths are multiples of the block size and buffer addresses are multiples of
+//! the device's logical sector size (Cannyls' `AlignedBytes` are aligned to the block size).
+//! Anything else, and any write that does not fit before the capacity, fails with
+//! [`cannyls::ErrorKind::InvalidInput`] — inside `Read`/`Write`/`Seek` as a [`std::io::Error`]
+//! of kind [`std::io::ErrorKind::InvalidInput`] wrapping the Cannyls error, which Cannyls turns
+//! back into its own error of the same kind — and nothing is read or written. As with `FileNvm`,
+//! a read at the capacity returns `Ok(0)` and a read that crosses it is cut short there; a seek
+//! may go to the capacity but not past it. Device errors are [`cannyls::ErrorKind::Other`].
+//!
+//! Constructors return this crate's [`Error`] (a minfs error, or a block size that does not
+//! suit the device); it converts into a [`cannyls::Error`] (and a [`std::io::Error`]) with `?`
+//! or `From`, keeping the original as the cause.
+//!
+//! # Example
+//! ```
+//! use cannyls::lump::LumpId;
+//! use cannyls::storage::StorageBuilder;
+//! use cannyls_adapter::MinfsNvm;
+//! use minfs::FormatOptions;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A 64 MiB minfs image (minfs needs a host filesystem that supports O_DIRECT).
+//! let dir = tempfile::Builder::new().tempdir_in("/var/tmp")?;
+//! let image = dir.path().join("disk.img");
+//! minfs::mkfs::mkfs(
+//!     &image,
+//!     &FormatOptions { size: Some(64 << 20), ..Default::default() },
+//!     false,
+//! )?;
+//!
+//! // A 32 MiB minfs file holding a Cannyls storage.
+//! let nvm = MinfsNvm::create(&image, "lusf", 32 << 20)?;
+//! let mut storage = nvm.storage_builder().create(nvm)?;
+//! let id = LumpId::new(42);
+//! let data = storage.allocate_lump_data_with_bytes(b"hello minfs")?;
+//! storage.put(&id, &data)?;
+//! storage.journal_sync()?; // durable from here on
+//! drop(storage);
+//!
+//! // Reopen: the lump is there.
+//! let mut storage = StorageBuilder::new().open(MinfsNvm::open(&image, "lusf")?)?;
+//! assert_eq!(storage.get(&id)?.unwrap().as_bytes(), b"hello minfs");
+//! drop(storage);
+//! assert!(minfs::fsck::check(&image)?.is_clean());
+//! # Ok(()) }
+//! ```
+//!
+//! [minfs]: minfs
+//! [Cannyls]: cannyls
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use cannyls::block::BlockSize;
+use cannyls::nvm::NonVolatileMemory;
+use cannyls::storage::StorageBuilder;
+use cannyls::ErrorKind;
+use minfs::{FileHandle, Filesystem, OpenMode};
+use trackable::error::ErrorKindExt;
+use trackable::track;
+
+/// Errors of opening, creating or configuring a [`MinfsNvm`].
+///
+/// Converts into [`cannyls::Error`] (kind `InvalidInput` for bad arguments, `Other` otherwise)
+/// and into [`std::io::Error`], with this error as the cause.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// minfs refused or failed: opening the target (e.g. [`minfs::Error::Locked`] when the
+    /// target is already open read-write in this or another process), a missing or existing
+    /// file, no space, an I/O error.
+    Minfs(minfs::Error),
+    /// The block size asked for is not a multiple of the device's logical sector size (or is
+    /// not a valid Cannyls block size).
+    InvalidBlockSize {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// The block size asked for.
+        block_size: u64,
+        /// The device's logical sector size.
+        sector_size: u32,
+    },
+    /// A split view's start is not a multiple of the block size asked for, so the view cannot
+    /// use it (set the block size before splitting).
+    UnalignedView {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// The view's start within the file.
+        view_start: u64,
+        /// The block size asked for.
+        block_size: u64,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Minfs(e) => fmt::Display::fmt(e, f),
+            Error::InvalidBlockSize {
+                target,
+                file,
+                block_size,
+                sector_size,
+            } => write!(
+                f,
+                "{target}: file {file:?}: block size {block_size} is not usable: it must be a \
+                 multiple of the device's {sector_size}-byte logical sector size (and of 512, \
+                 at most 65024)"
+            ),
+            Error::UnalignedView {
+                target,
+                file,
+                view_start,
+                block_size,
+            } => write!(
+                f,
+                "{target}: file {file:?}: this view starts at byte {view_start}, which is not a \
+                 multiple of block size {block_size} (choose the block size before splitting)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Minfs(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<minfs::Error> for Error {
+    fn from(e: minfs::Error) -> Error {
+        Error::Minfs(e)
+    }
+}
+
+impl Error {
+    /// The Cannyls error kind this error maps to.
+    pub fn cannyls_kind(&self) -> ErrorKind {
+        match self {
+            Error::Minfs(e) => minfs_kind(e),
+            Error::InvalidBlockSize { .. } | Error::UnalignedView { .. } => ErrorKind::InvalidInput,
+        }
+    }
+}
+
+impl From<Error> for cannyls::Error {
+    fn from(e: Error) -> cannyls::Error {
+        cannyls::Error::from(e.cannyls_kind().cause(e))
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        io::Error::from(cannyls::Error::from(e))
+    }
+}
+
+/// The result type of this crate's constructors.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Which Cannyls error kind a minfs error is: `InvalidInput` for a bad request, `Other` for
+/// everything else (device errors, a poisoned handle, ...).
+fn minfs_kind(e: &minfs::Error) -> ErrorKind {
+    match e {
+        _ if e.is_invalid_input() => ErrorKind::InvalidInput,
+        minfs::Error::Io { source, .. } if source.kind() == io::ErrorKind::InvalidInput => {
+            ErrorKind::InvalidInput
+        }
+        _ => ErrorKind::Other,
+    }
+}
+
+fn from_minfs(e: minfs::Error) -> cannyls::Error {
+    cannyls::Error::from(minfs_kind(&e).cause(e))
+}
+
+fn invalid_input(message: String) -> cannyls::Error {
+    cannyls::Error::from(ErrorKind::InvalidInput.cause(message))
+}
+
+/// A [`NonVolatileMemory`] over one minfs file (or, after [`NonVolatileMemory::split`], over a
+/// range of it). See the [crate docs](crate) for its semantics.
+///
+/// Capacity: the file's size when the handle was made, rounded down to the block size.
+pub struct MinfsNvm {
+    file: FileHandle,
+    block_size: BlockSize,
+    /// The view's start within the file (a multiple of the block size).
+    view_start: u64,
+    /// The view's end within the file (a multiple of the block size).
+    view_end: u64,
+    /// The cursor, relative to `view_start`; always a multiple of the block size and at most
+    /// the capacity.
+    position: u64,
+}
+
+impl MinfsNvm {
+    /// Creates the file `file` of `capacity` bytes (preallocated, durable on return) in the
+    /// minfs filesystem on `target` (which must already exist: see [`minfs::mkfs::mkfs`]) and
+    /// opens it. The filesystem stays open (and locked) while this memory or a view of it lives.
+    ///
+    /// To create a Cannyls storage in it use [`MinfsNvm::storage_builder`].
+    pub fn create(target: &Path, file: &str, capacity: u64) -> Result<MinfsNvm> {
+        let fs = Filesystem::open(target, OpenMode::ReadWrite)?;
+        MinfsNvm::create_in(&fs, file, capacity)
+    }
+
+    /// Opens the existing file `file` in the minfs filesystem on `target`.
+    ///
+    /// Fails with [`minfs::Error::Locked`] when the target is already open read-write, also in
+    /// this process: for several files of one filesystem use [`MinfsNvm::from_filesystem`].
+    pub fn open(target: &Path, file: &str) -> Result<MinfsNvm> {
+        let fs = Filesystem::open(target, OpenMode::ReadWrite)?;
+        MinfsNvm::from_filesystem(&fs, file)
+    }
+
+    /// Creates the file `file` of `capacity` bytes in an open filesystem and opens it.
+    pub fn create_in(fs: &Filesystem, file: &str, capacity: u64) -> Result<MinfsNvm> {
+        fs.create(file, capacity)?;
+        MinfsNvm::from_filesystem(fs, file)
+    }
+
+    /// Opens the existing file `file` of an open filesystem. Any number of files of one
+    /// filesystem can be open at once, each holding its own storage.
+    pub fn from_filesystem(fs: &Filesystem, file: &str) -> Result<MinfsNvm> {
+        MinfsNvm::from_handle(fs.open_file(file)?)
+    }
+
+    /// A memory over an open minfs file, with the device's logical sector size as block size.
+    pub fn from_handle(file: FileHandle) -> Result<MinfsNvm> {
+        let sector = file.sector_size();
+        let block_size = block_size_for(&file, u64::from(sector))?;
+        let view_end = block_size.floor_align(file.size());
+        Ok(MinfsNvm {
+            file,
+            block_size,
+            view_start: 0,
+            view_end,
+            position: 0,
+        })
+    }
+
+    /// The same memory with block size `block_size`: the capacity is rounded down to it and the
+    /// cursor moves to 0. Refused with [`Error::InvalidBlockSize`] unless `block_size` is a
+    /// multiple of the device's logical sector size ([`MinfsNvm::sector_size`]).
+    ///
+    /// 4096 makes every Cannyls write 4 KiB-aligned (on a 512e disk, no read-modify-write of
+    /// physical sectors), at the cost of padding each lump to 4 KiB.
+    pub fn with_block_size(self, block_size: BlockSize) -> Result<MinfsNvm> {
+        let size = u64::from(block_size.as_u16());
+        let block_size = block_size_for(&self.file, size)?;
+        if !block_size.is_aligned(self.view_start) {
+            return Err(Error::UnalignedView {
+                target: self.file.target().to_string(),
+                file: self.file.name().to_string(),
+                view_start: self.view_start,
+                block_size: size,
+            });
+        }
+        let view_end = self.view_start + block_size.floor_align(self.view_end - self.view_start);
+        Ok(MinfsNvm {
+            block_size,
+            view_end,
+            position: 0,
+            ..self
+        })
+    }
+
+    /// A `StorageBuilder` whose block size is this memory's, for `create` (a storage's block
+    /// size must be a multiple of its memory's; `StorageBuilder::new()` uses 512). `open` takes
+    /// the block size from the storage header, so any builder works there.
+    pub fn storage_builder(&self) -> StorageBuilder {
+        let mut builder = StorageBuilder::new();
+        builder.block_size(self.block_size);
+        builder
+    }
+
+    /// The minfs file.
+    pub fn file_handle(&self) -> &FileHandle {
+        &self.file
+    }
+
+    /// The device's logical sector size: block sizes must be multiples of it.
+    pub fn sector_size(&self) -> u32 {
+        self.file.sector_size()
+    }
+
+    /// Where this view starts within the file (0 unless made by `split`).
+    pub fn view_start(&self) -> u64 {
+        self.view_start
+    }
+
+    fn seek_impl(&mut self, position: u64) -> cannyls::Result<()> {
+        if !self.block_size.is_aligned(position) {
+            return Err(track!(invalid_input(format!(
+                "seek to {position}: not a multiple of the block size {}",
+                self.block_size.as_u16()
+            ))));
+        }
+        if position > self.capacity() {
+            return Err(track!(invalid_input(format!(
+                "seek to {position}: past the capacity of {} bytes",
+                self.capacity()
+            ))));
+        }
+        self.position = position;
+        Ok(())
+    }
+
+    fn check_len(&self, what: &str, len: usize) -> cannyls::Result<()> {
+        if !self.block_size.is_aligned(len as u64) {
+            return Err(track!(invalid_input(format!(
+                "{what} of {len} bytes at position {}: the length is not a multiple of the \
+                 block size {}",
+                self.position,
+                self.block_size.as_u16()
+            ))));
+        }
+        Ok(())
+    }
+
+    fn read_impl(&mut self, buf: &mut [u8]) -> cannyls::Result<usize> {
+        self.check_len("read", buf.len())?;
+        let available = self.capacity().saturating_sub(self.position);
+        let len = (buf.len() as u64).min(available) as usize;
+        if len == 0 {
+            return Ok(0);
+        }
+        let offset = self.view_start + self.position;
+        self.file
+            .read_at(&mut buf[..len], offset)
+            .map_err(|e| track!(from_minfs(e)))?;
+        self.position += len as u64;
+        Ok(len)
+    }
+
+    fn write_impl(&mut self, buf: &[u8]) -> cannyls::Result<usize> {
+        self.check_len("write", buf.len())?;
+        let available = self.capacity().saturating_sub(self.position);
+        if buf.len() as u64 > available {
+            return Err(track!(invalid_input(format!(
+                "write of {} bytes at position {}: past the capacity of {} bytes",
+                buf.len(),
+                self.position,
+                self.capacity()
+            ))));
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let offset = self.view_start + self.position;
+        self.file
+            .write_at(buf, offset)
+            .map_err(|e| track!(from_minfs(e)))?;
+        self.position += buf.len() as u64;
+        Ok(buf.len())
+    }
+}
+
+impl fmt::Debug for MinfsNvm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the FileHandle's Debug: it prints the whole filesystem state.
+        f.debug_struct("MinfsNvm")
+            .field("target", &self.file.target())
+            .field("file", &self.file.name())
+            .field("block_size", &self.block_size.as_u16())
+            .field("view_start", &self.view_start)
+            .field("view_end", &self.view_end)
+            .field("position", &self.position)
+            .finish()
+    }
+}
+
+/// `size` as a block size for `file`, or why not.
+fn block_size_for(file: &FileHandle, size: u64) -> Result<BlockSize> {
+    let sector = file.sector_size();
+    let refused = || Error::InvalidBlockSize {
+        target: file.target().to_string(),
+        file: file.name().to_string(),
+        block_size: size,
+        sector_size: sector,
+    };
+    if sector == 0 || size % u64::from(sector) != 0 {
+        return Err(refused());
+    }
+    let size16 = u16::try_from(size).map_err(|_| refused())?;
+    BlockSize::new(size16).map_err(|_| refused())
+}
+
+impl NonVolatileMemory for MinfsNvm {
+    /// Flushes the device: every write completed before is durable when this returns `Ok`.
+    fn sync(&mut self) -> cannyls::Result<()> {
+        self.file.flush().map_err(|e| track!(from_minfs(e)))
+    }
+
+    fn position(&self) -> u64 {
+        self.position
+    }
+
+    fn capacity(&self) -> u64 {
+        self.view_end - self.view_start
+    }
+
+    fn block_size(&self) -> BlockSize {
+        self.block_size
+    }
+
+    /// Two views of the same file: `[0, position)` and `[position, capacity)`, each with its
+    /// cursor at its start.
+    fn split(self, position: u64) -> cannyls::Result<(MinfsNvm, MinfsNvm)> {
+        if !self.block_size.is_aligned(position) || position > self.capacity() {
+            return Err(track!(invalid_input(format!(
+                "split at {position}: must be a multiple of the block size {} and at most the \
+                 capacity of {} bytes",
+                self.block_size.as_u16(),
+                self.capacity()
+            ))));
+        }
+        let middle = self.view_start + position;
+        let left = MinfsNvm {
+            file: self.file.clone(),
+            block_size: self.block_size,
+            view_start: self.view_start,
+            view_end: middle,
+            position: 0,
+        };
+        let right = MinfsNvm {
+            view_start: middle,
+            position: 0,
+            ..self
+        };
+        Ok((left, right))
+    }
+
+    /// Like the provided method, without its arithmetic overflow on huge offsets, and refusing
+    /// any target past the capacity.
+    fn convert_to_offset(&self, pos: SeekFrom) -> cannyls::Result<u64> {
+        let (base, delta) = match pos {
+            SeekFrom::Start(offset) => (offset, 0),
+            SeekFrom::End(delta) => (self.capacity(), delta),
+            SeekFrom::Current(delta) => (self.position, delta),
+        };
+        let target = base.checked_add_signed(delta).ok_or_else(|| {
+            track!(invalid_input(format!(
+                "seek {pos:?}: before the start or beyond any offset"
+            )))
+        })?;
+        if target > self.capacity() {
+            return Err(track!(invalid_input(format!(
+                "seek {pos:?}: offset {target} is past the capacity of {} bytes",
+                self.capacity()
+            ))));
+        }
+        Ok(target)
+    }
+}
+
+impl Seek for MinfsNvm {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let position = self.convert_to_offset(pos)?;
+        self.seek_impl(position)?;
+        Ok(position)
+    }
+}
+
+impl Read for MinfsNvm {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(self.read_impl(buf)?)
+    }
+}
+
+impl Write for MinfsNvm {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(self.write_impl(buf)?)
+    }
+
+    /// Nothing is buffered, so nothing to do; [`NonVolatileMemory::sync`] makes writes durable.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_is_send() {
+        fn is_send<T: Send + 'static>() {}
+        is_send::<MinfsNvm>();
+    }
+
+    #[test]
+    fn errors_convert_with_their_kind() {
+        let e = Error::InvalidBlockSize {
+            target: "t".into(),
+            file: "f".into(),
+            block_size: 512,
+            sector_size: 4096,
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("block size 512"), "{msg}");
+        assert_eq!(*cannyls::Error::from(e).kind(), ErrorKind::InvalidInput);
+
+        let e = Error::Minfs(minfs::Error::Locked { target: "t".into() });
+        let io = io::Error::from(e);
+        assert_eq!(io.kind(), io::ErrorKind::Other);
+        assert_eq!(*cannyls::Error::from(io).kind(), ErrorKind::Other);
+
+        let e = Error::Minfs(minfs::Error::Unaligned {
+            target: "t".into(),
+            what: "offset",
+            value: 1,
+            align: 512,
+        });
+        let io = io::Error::from(e);
+        assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(*cannyls::Error::from(io).kind(), ErrorKind::InvalidInput);
+    }
+}

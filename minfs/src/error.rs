@@ -208,6 +208,27 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Whether the request itself was wrong (alignment, range, a bad name, size or argument),
+    /// as opposed to the target or the device: what a caller maps to "invalid input".
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Unaligned { .. }
+                | Error::OutOfRange { .. }
+                | Error::InvalidArgument { .. }
+                | Error::InvalidName { .. }
+                | Error::BadSize { .. }
+                | Error::Shrink { .. }
+        )
+    }
+
+    /// Whether the target is held by someone else: another read-write opener (`Locked` on an
+    /// image; on a block device its exclusive open fails first, giving `Busy`), a mount, or
+    /// the kernel.
+    pub fn is_in_use(&self) -> bool {
+        matches!(self, Error::Locked { .. } | Error::Busy { .. })
+    }
+
     pub(crate) fn io(target: &str, context: impl Into<String>, source: io::Error) -> Error {
         Error::Io {
             target: target.to_string(),

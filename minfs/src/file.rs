@@ -14,10 +14,20 @@ use crate::fs::{Inner, Node};
 /// piece of a request is one `pread`/`pwrite` on the O_DIRECT descriptor, from the caller's
 /// buffer, with no copy. The addressable range is the file's size rounded up to a sector.
 /// After a failed write or flush, every handle of the filesystem refuses further I/O.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct FileHandle {
     inner: Arc<Inner>,
     node: Arc<Node>,
+}
+
+impl std::fmt::Debug for FileHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileHandle")
+            .field("target", &self.inner.target)
+            .field("name", &self.node.name)
+            .field("size", &self.size())
+            .finish()
+    }
 }
 
 impl FileHandle {
@@ -67,17 +77,18 @@ impl FileHandle {
     /// Reads exactly `buf.len()` bytes at `offset`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.inner.check_usable()?;
-        let pieces = self.map(buf.as_ptr(), buf.len(), offset)?;
+        let (ptr, len) = (buf.as_ptr(), buf.len());
+        let name = &self.node.name;
         let mut at = 0usize;
-        for (dev_off, len) in pieces {
+        self.for_each_piece(ptr, len, offset, |dev_off, n| {
             self.inner.read(
-                &mut buf[at..at + len],
+                &mut buf[at..at + n],
                 dev_off,
-                &format!("reading {:?}", self.node.name),
+                &format_args!("reading {name:?}"),
             )?;
-            at += len;
-        }
-        Ok(())
+            at += n;
+            Ok(())
+        })
     }
 
     /// Writes all of `buf` at `offset`. Durable after [`FileHandle::flush`].
@@ -88,17 +99,14 @@ impl FileHandle {
                 target: self.inner.target.clone(),
             });
         }
-        let pieces = self.map(buf.as_ptr(), buf.len(), offset)?;
+        let name = &self.node.name;
         let mut at = 0usize;
-        for (dev_off, len) in pieces {
-            self.inner.write(
-                &buf[at..at + len],
-                dev_off,
-                &format!("writing {:?}", self.node.name),
-            )?;
-            at += len;
-        }
-        Ok(())
+        self.for_each_piece(buf.as_ptr(), buf.len(), offset, |dev_off, n| {
+            self.inner
+                .write(&buf[at..at + n], dev_off, &format_args!("writing {name:?}"))?;
+            at += n;
+            Ok(())
+        })
     }
 
     /// Makes every completed write durable (a device flush; no metadata is written).
@@ -106,8 +114,17 @@ impl FileHandle {
         self.inner.flush()
     }
 
-    /// Checks a request and maps it to `(device offset, length)` pieces.
-    fn map(&self, ptr: *const u8, len: usize, offset: u64) -> Result<Vec<(u64, usize)>> {
+    /// Checks a request, then calls `io(device offset, length)` for each physically
+    /// contiguous piece in order. The extent map is read-locked meanwhile (a concurrent grow
+    /// waits; extents never move, so this is only for a consistent view), and nothing is
+    /// allocated on this path.
+    fn for_each_piece(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        offset: u64,
+        mut io: impl FnMut(u64, usize) -> Result<()>,
+    ) -> Result<()> {
         let lss = u64::from(self.sector_size());
         let unaligned = |what, value: u64| Error::Unaligned {
             target: self.inner.target.clone(),
@@ -135,23 +152,22 @@ impl FileHandle {
                 limit,
             });
         }
-        let mut pieces = Vec::with_capacity(1);
         let mut pos = offset;
         let end = offset + len as u64;
         let mut ext_file_start = 0u64;
         for e in &meta.extents {
-            let ext_file_end = ext_file_start + e.byte_len();
-            if pos < ext_file_end && pos < end {
-                let take = ext_file_end.min(end) - pos;
-                pieces.push((e.byte_offset() + (pos - ext_file_start), take as usize));
-                pos += take;
-            }
             if pos >= end {
                 break;
+            }
+            let ext_file_end = ext_file_start + e.byte_len();
+            if pos < ext_file_end {
+                let take = ext_file_end.min(end) - pos;
+                io(e.byte_offset() + (pos - ext_file_start), take as usize)?;
+                pos += take;
             }
             ext_file_start = ext_file_end;
         }
         debug_assert_eq!(pos, end, "extents cover the size");
-        Ok(pieces)
+        Ok(())
     }
 }

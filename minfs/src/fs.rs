@@ -31,7 +31,6 @@ pub struct Filesystem {
     pub(crate) inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) dev: Arc<dyn BlockDevice>,
     pub(crate) target: String,
@@ -39,6 +38,17 @@ pub(crate) struct Inner {
     fixed_time: Option<u64>,
     poisoned: AtomicBool,
     state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Inner {
+    /// Concise: the target, device and poison flag, not the file table or block bitmap.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filesystem")
+            .field("target", &self.target)
+            .field("device", &self.dev)
+            .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -599,7 +609,7 @@ impl Filesystem {
             capacity: file_table::PAYLOAD_CAPACITY,
         })?;
         inner.flush()?;
-        inner.write(&buf, id.offset(), &format!("writing {id}"))?;
+        inner.write(&buf, id.offset(), &format_args!("writing {id}"))?;
         inner.flush()?;
         st.sb = Superblock {
             file_count: files.len() as u32,
@@ -694,7 +704,12 @@ impl Inner {
     }
 
     /// A device write; a failure poisons every handle of this filesystem.
-    pub(crate) fn write(&self, buf: &[u8], offset: u64, what: &str) -> Result<()> {
+    pub(crate) fn write(
+        &self,
+        buf: &[u8],
+        offset: u64,
+        what: &dyn std::fmt::Display,
+    ) -> Result<()> {
         self.check_usable()?;
         self.dev.write_at(buf, offset).map_err(|e| {
             self.poisoned.store(true, Ordering::Release);
@@ -707,7 +722,12 @@ impl Inner {
     }
 
     /// A device read (a failure does not poison).
-    pub(crate) fn read(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
+    pub(crate) fn read(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        what: &dyn std::fmt::Display,
+    ) -> Result<()> {
         self.check_usable()?;
         self.dev.read_at(buf, offset).map_err(|e| {
             Error::io(
