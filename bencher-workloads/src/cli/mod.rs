@@ -1,0 +1,217 @@
+//! The `minfs-bench` command: argument parsing and the subcommands. `main.rs` only calls
+//! [`run`].
+//!
+//! Exit codes: 0 success, 1 failure, 2 usage error or a workload that is refused (does
+//! not parse, or expands past `--max-ops`).
+
+pub mod check;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::num::NonZeroU64;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::dsl::{self, ParseError, Workload};
+use crate::generate::{self, Expansion, GenerateError, GenerateOptions, DEFAULT_MAX_OPS};
+
+/// Exit code of a usage error or a refused workload.
+pub const EXIT_USAGE: u8 = 2;
+
+/// `minfs-bench`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "minfs-bench",
+    version,
+    about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md)"
+)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Commands,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Commands {
+    /// Parse and expand a workload and summarize the operations; runs nothing.
+    Check(check::CheckArgs),
+}
+
+/// The arguments that say which operations a workload file stands for (shared by the
+/// subcommands that read a workload).
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// The workload file.
+    pub file: PathBuf,
+    /// Multiply every count (`Ordered[N]`, `Unordered[N]`, `N.times`) by F, rounded to the
+    /// nearest integer but at least 1.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 1.0,
+        value_parser = parse_scale,
+        help = "Multiply every count (Ordered[N], Unordered[N], N.times) by F, rounded to the \
+                nearest integer but at least 1"
+    )]
+    pub scale: f64,
+    /// Seed the generator with S instead of the file's `Seed:`.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Insert a Sync after every N mutating operations (New, OverWrite, Embed, Delete,
+    /// DeleteRange).
+    #[arg(long, value_name = "N")]
+    pub sync_every: Option<NonZeroU64>,
+    /// Refuse a workload that expands to more than N operations.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_OPS)]
+    pub max_ops: u64,
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(format!("`{s}` is not a number greater than 0")),
+    }
+}
+
+impl WorkloadArgs {
+    /// The generator options these arguments ask for.
+    pub fn options(&self) -> GenerateOptions {
+        GenerateOptions {
+            scale: self.scale,
+            seed: self.seed,
+            sync_every: self.sync_every,
+            max_ops: self.max_ops,
+        }
+    }
+}
+
+/// A workload read, parsed and expanded.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The file as given.
+    pub file: String,
+    /// Its syntax tree.
+    pub workload: Workload,
+    /// Its operations.
+    pub expansion: Expansion,
+}
+
+/// Why a workload could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {file}: {source}")]
+    Read {
+        /// The file.
+        file: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// It does not parse (renders as `FILE:LINE:COL: message`, the line and a caret).
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+    /// It cannot be expanded.
+    #[error("{file}: {source}")]
+    Generate {
+        /// The file.
+        file: String,
+        /// Why.
+        source: GenerateError,
+    },
+}
+
+impl LoadError {
+    /// 1 for a read error, 2 for a refused workload.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            LoadError::Read { .. } => ExitCode::FAILURE,
+            LoadError::Parse(_) | LoadError::Generate { .. } => ExitCode::from(EXIT_USAGE),
+        }
+    }
+
+    /// Writes the error for a person: a parse error as is, anything else after
+    /// `minfs-bench: error: `.
+    pub fn report(&self, err: &mut dyn Write) -> io::Result<()> {
+        match self {
+            LoadError::Parse(e) => writeln!(err, "{e}"),
+            other => writeln!(err, "minfs-bench: error: {other}"),
+        }
+    }
+}
+
+/// Largest workload file read (a guard against `/dev/zero` and the like; real workload
+/// files are a few hundred bytes).
+pub const MAX_FILE_SIZE: u64 = 16 << 20;
+
+fn read_limited(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_SIZE + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_SIZE {
+        return Err(io::Error::other(format!(
+            "larger than {} MiB, not a workload file",
+            MAX_FILE_SIZE >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Reads, parses and expands the workload `args` name.
+pub fn load(args: &WorkloadArgs) -> Result<Loaded, LoadError> {
+    let file = args.file.display().to_string();
+    let bytes = read_limited(&args.file).map_err(|source| LoadError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    let workload = dsl::parse_bytes(&file, &bytes)?;
+    let expansion =
+        generate::expand(&workload, &args.options()).map_err(|source| LoadError::Generate {
+            file: file.clone(),
+            source,
+        })?;
+    Ok(Loaded {
+        file,
+        workload,
+        expansion,
+    })
+}
+
+/// `minfs-bench` with the process's arguments, stdout and stderr.
+pub fn run() -> anyhow::Result<ExitCode> {
+    run_with(
+        std::env::args_os(),
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+    )
+}
+
+/// `minfs-bench` with `args` (the first is the program name), writing to `out` and `err`.
+pub fn run_with<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let mut text = e.render().to_string();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            if e.use_stderr() {
+                err.write_all(text.as_bytes())?;
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+            out.write_all(text.as_bytes())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    match cli.command {
+        Commands::Check(args) => check::check(&args, out, err),
+    }
+}
