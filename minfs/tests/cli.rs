@@ -4,7 +4,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{corrupt_slots_and_check, json, minfs};
+use common::{cat, corrupt_slots_and_check, json, minfs};
 use predicates::prelude::*;
 
 struct Scratch {
@@ -184,15 +184,7 @@ fn create_ls_write_cat_grow_rm() {
         .write_stdin(data.clone())
         .assert()
         .success();
-    let out = minfs()
-        .arg("cat")
-        .arg(&img)
-        .arg("a")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = cat(&img, "a");
     assert_eq!(out.len(), 10000);
     assert_eq!(&out[..data.len()], &data[..]);
     assert!(out[data.len()..].iter().all(|&b| b == 0));
@@ -205,15 +197,7 @@ fn create_ls_write_cat_grow_rm() {
         .write_stdin("XY")
         .assert()
         .success();
-    let out = minfs()
-        .arg("cat")
-        .arg(&img)
-        .arg("a")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = cat(&img, "a");
     assert_eq!(&out[512..514], b"XY");
     assert_eq!(&out[..512], &data[..512]);
     assert_eq!(&out[514..data.len()], &data[514..]);
@@ -224,15 +208,7 @@ fn create_ls_write_cat_grow_rm() {
         .args(["a", "-s", "20000"])
         .assert()
         .success();
-    let out = minfs()
-        .arg("cat")
-        .arg(&img)
-        .arg("a")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = cat(&img, "a");
     assert_eq!(out.len(), 20000);
     assert_eq!(&out[514..data.len()], &data[514..]);
     minfs()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{corrupt_slots_and_check, json, minfs};
+use common::{cat, corrupt_slots_and_check, json, minfs};
 use predicates::prelude::*;
 use testutil::{mkfs_ext4, mkfs_xfs, require_loop, LoopDevice, Mount};
 
@@ -39,15 +39,7 @@ fn roundtrip_on(sector: u32) {
         .write_stdin(data.clone())
         .assert()
         .success();
-    let out = minfs()
-        .arg("cat")
-        .arg(d)
-        .arg("f")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = cat(d, "f");
     assert_eq!(&out[..data.len()], &data[..]);
     // The bytes are where `info` says: read the device directly.
     let off = json(&["info", "--json"], d)["files"][0]["extents"][0]["offset"]

@@ -119,21 +119,26 @@ impl LoopDevice {
     }
 }
 
+/// Runs `prog args` until it succeeds (a device can stay busy for a moment after its last
+/// user closes it), for up to 5 s; warns if it never does.
+fn retry_args(prog: &str, args: &[&std::ffi::OsStr]) {
+    for _ in 0..50 {
+        let ok = Command::new(prog)
+            .args(args)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if ok {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("warning: `{prog} {args:?}` kept failing");
+}
+
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        for _ in 0..50 {
-            let ok = Command::new("losetup")
-                .arg("-d")
-                .arg(&self.dev)
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-            if ok {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("warning: could not detach {}", self.dev.display());
+        retry_args("losetup", &["-d".as_ref(), self.dev.as_os_str()]);
     }
 }
 
@@ -161,18 +166,7 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        for _ in 0..50 {
-            let ok = Command::new("umount")
-                .arg(self.dir.path())
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-            if ok {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("warning: could not unmount {}", self.dir.path().display());
+        retry_args("umount", &[self.dir.path().as_os_str()]);
     }
 }
 

@@ -248,12 +248,7 @@ pub fn decode(buf: &[u8], sb: &Superblock) -> Result<Vec<FileEntry>, Corruption>
 }
 
 fn bad(field: &'static str, value: u64, expected: &str) -> Corruption {
-    Corruption::BadField {
-        structure: S,
-        field,
-        value,
-        expected: expected.to_string(),
-    }
+    super::bad_field(S, field, value, expected)
 }
 
 #[cfg(test)]

@@ -104,6 +104,21 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     }
 }
 
+/// A `Corruption::BadField` of `structure`.
+pub(crate) fn bad_field(
+    structure: &'static str,
+    field: &'static str,
+    value: u64,
+    expected: &str,
+) -> Corruption {
+    Corruption::BadField {
+        structure,
+        field,
+        value,
+        expected: expected.to_string(),
+    }
+}
+
 /// Stores the CRC32C of `buf[..len - 4]` in the last four bytes (little-endian).
 pub(crate) fn seal(buf: &mut [u8]) {
     let n = buf.len() - 4;

@@ -305,12 +305,7 @@ impl Superblock {
 }
 
 fn bad(field: &'static str, value: u64, expected: &str) -> Corruption {
-    Corruption::BadField {
-        structure: S,
-        field,
-        value,
-        expected: expected.to_string(),
-    }
+    super::bad_field(S, field, value, expected)
 }
 
 #[cfg(test)]

@@ -11,6 +11,19 @@ pub fn minfs() -> Command {
     Command::cargo_bin("minfs").unwrap()
 }
 
+/// `minfs cat TARGET NAME`'s output.
+pub fn cat(target: &Path, name: &str) -> Vec<u8> {
+    minfs()
+        .arg("cat")
+        .arg(target)
+        .arg(name)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone()
+}
+
 /// Runs `minfs ARGS TARGET` and parses its stdout as JSON.
 pub fn json(args: &[&str], target: &Path) -> serde_json::Value {
     let out = minfs()
