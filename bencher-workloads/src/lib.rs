@@ -13,7 +13,8 @@
 //!
 //! A runner takes [`Expansion::ops`] in order: [`Op::Put`] (`embedded` → an embedded
 //! lump), [`Op::Get`], [`Op::Delete`], [`Op::DeleteRange`] (end exclusive) and
-//! [`Op::Sync`] (`journal_sync`), with ids as `LumpId::new(id as u128)`.
+//! [`Op::Sync`] (`journal_sync`), with ids as `LumpId::new(id as u128)`. [`run`] is that
+//! runner (`minfs-bench run`): backends, timing, statistics, verification.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -21,6 +22,7 @@
 pub mod cli;
 pub mod dsl;
 pub mod generate;
+pub mod run;
 pub mod summary;
 
 pub use dsl::{parse, ParseError, Workload};

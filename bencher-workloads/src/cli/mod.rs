@@ -1,10 +1,11 @@
 //! The `minfs-bench` command: argument parsing and the subcommands. `main.rs` only calls
-//! [`run`].
+//! [`run()`].
 //!
 //! Exit codes: 0 success, 1 failure, 2 usage error or a workload that is refused (does
 //! not parse, or expands past `--max-ops`).
 
 pub mod check;
+pub mod run;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -38,6 +39,19 @@ pub struct Cli {
 pub enum Commands {
     /// Parse and expand a workload and summarize the operations; runs nothing.
     Check(check::CheckArgs),
+    /// Run a workload on a Cannyls storage and report the times of its operations.
+    // The workload file is `--workload FILE` here (positional in `check`), listed first.
+    #[command(
+        mut_arg("file", |a| a
+            .long("workload")
+            .value_name("FILE")
+            .help("The workload file")
+            .display_order(0)),
+        mut_arg("scale", |a| a.display_order(1)),
+        mut_arg("seed", |a| a.display_order(2)),
+        mut_arg("sync_every", |a| a.display_order(3)),
+    )]
+    Run(run::RunArgs),
 }
 
 /// The arguments that say which operations a workload file stands for (shared by the
@@ -213,5 +227,6 @@ where
     };
     match cli.command {
         Commands::Check(args) => check::check(&args, out, err),
+        Commands::Run(args) => run::run(&args, out, err),
     }
 }

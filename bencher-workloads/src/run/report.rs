@@ -1,0 +1,197 @@
+//! What `minfs-bench run` prints (text) and writes with `--json FILE`.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::exec::Outcome;
+use super::stats::KindReport;
+
+/// The report of one run. All times are nanoseconds; bandwidths are bytes per second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The workload file as given.
+    pub workload: String,
+    /// The backend spec (normalized: `minfs:TARGET:FILE`, `file:PATH`, …).
+    pub backend: String,
+    /// Bytes given to Cannyls.
+    pub capacity: u64,
+    /// The storage's block size.
+    pub block_size: u32,
+    /// Cannyls' `journal_region_ratio`.
+    pub journal_ratio: f64,
+    /// The journal region's bytes (from the storage header).
+    pub journal_region_bytes: u64,
+    /// The data region's bytes (from the storage header).
+    pub data_region_bytes: u64,
+    /// The generator's seed.
+    pub seed: u64,
+    /// `--scale`.
+    pub scale: f64,
+    /// `--sync-every`, if given.
+    pub sync_every: Option<u64>,
+    /// Whether `--verify` checked every read.
+    pub verify: bool,
+    /// Operations run.
+    pub ops: u64,
+    /// Payload bytes of `New` and `OverWrite` puts.
+    pub put_bytes: u64,
+    /// Payload bytes of `Embed` puts.
+    pub embed_bytes: u64,
+    /// Payload bytes read by gets.
+    pub get_bytes: u64,
+    /// "Total elapsed by commands": the sum of the operation times.
+    pub total_elapsed_ns: u64,
+    /// The wall time of the run, from before the first operation to after the last
+    /// (including preparing data, checks and the op-log).
+    pub wall_ns: u64,
+    /// (put + embed + get bytes) / total elapsed.
+    pub bw_bytes_per_sec: f64,
+    /// (put + embed + get bytes) / wall time.
+    pub wall_bw_bytes_per_sec: f64,
+    /// Per kind: Put by size, Embed by size, Get by size, Delete, DeleteRange, Sync.
+    pub kinds: Vec<KindReport>,
+    /// Over all operations (`kind` = `overall`).
+    pub overall: KindReport,
+}
+
+/// Where and how a run was made, for [`RunReport::new`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    /// The workload file as given.
+    pub workload: String,
+    /// The backend spec.
+    pub backend: String,
+    /// Bytes given to Cannyls.
+    pub capacity: u64,
+    /// The storage's block size.
+    pub block_size: u32,
+    /// Cannyls' `journal_region_ratio`.
+    pub journal_ratio: f64,
+    /// The journal region's bytes.
+    pub journal_region_bytes: u64,
+    /// The data region's bytes.
+    pub data_region_bytes: u64,
+    /// The generator's seed.
+    pub seed: u64,
+    /// `--scale`.
+    pub scale: f64,
+    /// `--sync-every`.
+    pub sync_every: Option<u64>,
+    /// `--verify`.
+    pub verify: bool,
+}
+
+fn per_sec(bytes: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        bytes as f64 * 1e9 / ns as f64
+    }
+}
+
+impl RunReport {
+    /// The report of `outcome`.
+    pub fn new(info: RunInfo, outcome: &Outcome) -> RunReport {
+        let (kinds, overall) = outcome.recorder.reports();
+        let moved = outcome.put_bytes + outcome.embed_bytes + outcome.get_bytes;
+        let total = outcome.recorder.overall().total_ns();
+        RunReport {
+            workload: info.workload,
+            backend: info.backend,
+            capacity: info.capacity,
+            block_size: info.block_size,
+            journal_ratio: info.journal_ratio,
+            journal_region_bytes: info.journal_region_bytes,
+            data_region_bytes: info.data_region_bytes,
+            seed: info.seed,
+            scale: info.scale,
+            sync_every: info.sync_every,
+            verify: info.verify,
+            ops: outcome.ops,
+            put_bytes: outcome.put_bytes,
+            embed_bytes: outcome.embed_bytes,
+            get_bytes: outcome.get_bytes,
+            total_elapsed_ns: total,
+            wall_ns: outcome.wall_ns,
+            bw_bytes_per_sec: per_sec(moved, total),
+            wall_bw_bytes_per_sec: per_sec(moved, outcome.wall_ns),
+            kinds,
+            overall,
+        }
+    }
+
+    /// The report for people:
+    ///
+    /// ```text
+    /// workload  workloads/seq-256k.wl (seed 0, scale 0.01): 1000 operations
+    /// backend   memory: capacity 402653184 bytes, block size 512, journal ratio 0.01
+    /// kind = Put(262144), count = 1000, 50% = …, 90% = …, 95% = …, 99% = …, 99.9% = …, max = …, mean = …
+    /// [Overall 1000] 50% = …, 90% = …, 95% = …, 99% = …, 99.9% = …, max = …, mean = …
+    /// Total elapsed by commands = 1.2s (the sum of the operation times)
+    /// Wall time = 1.5s
+    /// Bytes = 262144000 (put 262144000, embed 0, get 0)
+    /// MB/s = 218.5 over the total elapsed by commands, 174.8 over the wall time (MB = 10^6 bytes)
+    /// ```
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut how = format!("seed {}, scale {}", self.seed, self.scale);
+        if let Some(n) = self.sync_every {
+            how.push_str(&format!(", sync every {n}"));
+        }
+        if self.verify {
+            how.push_str(", verified");
+        }
+        writeln!(
+            out,
+            "workload  {} ({how}): {} operations",
+            self.workload, self.ops
+        )?;
+        writeln!(
+            out,
+            "backend   {}: capacity {} bytes, block size {}, journal ratio {} (journal {} bytes, \
+             data region {} bytes)",
+            self.backend,
+            self.capacity,
+            self.block_size,
+            self.journal_ratio,
+            self.journal_region_bytes,
+            self.data_region_bytes
+        )?;
+        for k in &self.kinds {
+            writeln!(
+                out,
+                "kind = {}, count = {}, {}",
+                k.kind,
+                k.count,
+                k.times_text()
+            )?;
+        }
+        writeln!(
+            out,
+            "[Overall {}] {}",
+            self.overall.count,
+            self.overall.times_text()
+        )?;
+        writeln!(
+            out,
+            "Total elapsed by commands = {} (the sum of the operation times)",
+            super::stats::human_ns(self.total_elapsed_ns)
+        )?;
+        writeln!(out, "Wall time = {}", super::stats::human_ns(self.wall_ns))?;
+        writeln!(
+            out,
+            "Bytes = {} (put {}, embed {}, get {})",
+            self.put_bytes + self.embed_bytes + self.get_bytes,
+            self.put_bytes,
+            self.embed_bytes,
+            self.get_bytes
+        )?;
+        writeln!(
+            out,
+            "MB/s = {:.1} over the total elapsed by commands, {:.1} over the wall time (MB = \
+             10^6 bytes)",
+            self.bw_bytes_per_sec / 1e6,
+            self.wall_bw_bytes_per_sec / 1e6
+        )
+    }
+}
