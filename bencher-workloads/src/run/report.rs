@@ -10,28 +10,9 @@ use super::stats::KindReport;
 /// The report of one run. All times are nanoseconds; bandwidths are bytes per second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
-    /// The workload file as given.
-    pub workload: String,
-    /// The backend spec (normalized: `minfs:TARGET:FILE`, `file:PATH`, …).
-    pub backend: String,
-    /// Bytes given to Cannyls.
-    pub capacity: u64,
-    /// The storage's block size.
-    pub block_size: u32,
-    /// Cannyls' `journal_region_ratio`.
-    pub journal_ratio: f64,
-    /// The journal region's bytes (from the storage header).
-    pub journal_region_bytes: u64,
-    /// The data region's bytes (from the storage header).
-    pub data_region_bytes: u64,
-    /// The generator's seed.
-    pub seed: u64,
-    /// `--scale`.
-    pub scale: f64,
-    /// `--sync-every`, if given.
-    pub sync_every: Option<u64>,
-    /// Whether `--verify` checked every read.
-    pub verify: bool,
+    /// Where and how the run was made (flattened: its fields are top-level keys in the JSON).
+    #[serde(flatten)]
+    pub info: RunInfo,
     /// Operations run.
     pub ops: u64,
     /// Payload bytes of `New` and `OverWrite` puts.
@@ -56,7 +37,7 @@ pub struct RunReport {
 }
 
 /// Where and how a run was made, for [`RunReport::new`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The workload file as given.
     pub workload: String,
@@ -97,17 +78,7 @@ impl RunReport {
         let moved = outcome.put_bytes + outcome.embed_bytes + outcome.get_bytes;
         let total = outcome.recorder.overall().total_ns();
         RunReport {
-            workload: info.workload,
-            backend: info.backend,
-            capacity: info.capacity,
-            block_size: info.block_size,
-            journal_ratio: info.journal_ratio,
-            journal_region_bytes: info.journal_region_bytes,
-            data_region_bytes: info.data_region_bytes,
-            seed: info.seed,
-            scale: info.scale,
-            sync_every: info.sync_every,
-            verify: info.verify,
+            info,
             ops: outcome.ops,
             put_bytes: outcome.put_bytes,
             embed_bytes: outcome.embed_bytes,
@@ -134,28 +105,28 @@ impl RunReport {
     /// MB/s = 218.5 over the total elapsed by commands, 174.8 over the wall time (MB = 10^6 bytes)
     /// ```
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let mut how = format!("seed {}, scale {}", self.seed, self.scale);
-        if let Some(n) = self.sync_every {
+        let mut how = format!("seed {}, scale {}", self.info.seed, self.info.scale);
+        if let Some(n) = self.info.sync_every {
             how.push_str(&format!(", sync every {n}"));
         }
-        if self.verify {
+        if self.info.verify {
             how.push_str(", verified");
         }
         writeln!(
             out,
             "workload  {} ({how}): {} operations",
-            self.workload, self.ops
+            self.info.workload, self.ops
         )?;
         writeln!(
             out,
             "backend   {}: capacity {} bytes, block size {}, journal ratio {} (journal {} bytes, \
              data region {} bytes)",
-            self.backend,
-            self.capacity,
-            self.block_size,
-            self.journal_ratio,
-            self.journal_region_bytes,
-            self.data_region_bytes
+            self.info.backend,
+            self.info.capacity,
+            self.info.block_size,
+            self.info.journal_ratio,
+            self.info.journal_region_bytes,
+            self.info.data_region_bytes
         )?;
         for k in &self.kinds {
             writeln!(
