@@ -63,6 +63,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use testutil::{env_num, XorShift};
 
 use cannyls::lump::{LumpData, LumpId};
 use cannyls::nvm::{FileNvm, NonVolatileMemory};
@@ -92,17 +93,6 @@ struct Config {
     ops: usize,
     control: bool,
     smoke: bool,
-}
-
-fn env_num(name: &str, default: u64) -> BoxResult<u64> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse::<u64>()
-            .map_err(|e| format!("{name}={v:?}: {e}").into()),
-        Err(std::env::VarError::NotPresent) => Ok(default),
-        Err(e) => Err(format!("{name}: {e}").into()),
-    }
 }
 
 impl Config {
@@ -142,20 +132,6 @@ impl Config {
     }
 }
 
-/// xorshift64* — a fixed, seeded sequence without an extra crate.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 /// A loop device over a window of an existing image; dropping it detaches the device
 /// (retrying for up to 5 s while it is still busy).
 struct LoopWindow {
@@ -185,22 +161,7 @@ impl LoopWindow {
 
 impl Drop for LoopWindow {
     fn drop(&mut self) {
-        for _ in 0..50 {
-            let ok = Command::new("losetup")
-                .arg("-d")
-                .arg(&self.dev)
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-            if ok {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!(
-            "nvm_interleaved: warning: `losetup -d {}` kept failing",
-            self.dev.display()
-        );
+        testutil::retry_args("losetup", &["-d".as_ref(), self.dev.as_os_str()]);
     }
 }
 

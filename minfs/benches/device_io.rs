@@ -46,6 +46,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
+use testutil::{env_num, XorShift};
 
 use minfs::{AlignedBuf, FileHandle, Filesystem, FormatOptions, OpenMode};
 use testutil::LoopDevice;
@@ -76,17 +77,6 @@ struct Config {
     smoke: bool,
 }
 
-fn env_num(name: &str, default: u64) -> BoxResult<u64> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse::<u64>()
-            .map_err(|e| format!("{name}={v:?}: {e}").into()),
-        Err(std::env::VarError::NotPresent) => Ok(default),
-        Err(e) => Err(format!("{name}: {e}").into()),
-    }
-}
-
 impl Config {
     fn from_env() -> BoxResult<Config> {
         let smoke = !std::env::args().any(|a| a == "--bench");
@@ -113,20 +103,6 @@ impl Config {
             control: env_num("MINFS_BENCH_CONTROL", 0)? == 1,
             smoke,
         })
-    }
-}
-
-/// xorshift64* — a fixed, seeded sequence without an extra crate.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 }
 

@@ -120,8 +120,8 @@ impl LoopDevice {
 }
 
 /// Runs `prog args` until it succeeds (a device can stay busy for a moment after its last
-/// user closes it), for up to 5 s; warns if it never does.
-fn retry_args(prog: &str, args: &[&std::ffi::OsStr]) {
+/// user closes it), for up to 5 s; warns if it never does. For cleanup in `Drop`.
+pub fn retry_args(prog: &str, args: &[&std::ffi::OsStr]) {
     for _ in 0..50 {
         let ok = Command::new(prog)
             .args(args)
@@ -195,4 +195,33 @@ pub fn scratch_dir() -> PathBuf {
     std::env::var_os("MINFS_TEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+}
+
+/// A number from the environment variable `name`, or `default` when it is unset (benchmarks'
+/// settings). A value that is not a whole number is an error naming the variable.
+pub fn env_num(name: &str, default: u64) -> Result<u64, Box<dyn std::error::Error>> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map_err(|e| format!("{name}={v:?}: {e}").into()),
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Err(e) => Err(format!("{name}: {e}").into()),
+    }
+}
+
+/// xorshift64*: a fixed, seeded sequence for benchmarks, without an extra crate.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next value.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
 }
