@@ -219,6 +219,9 @@ fn json_values_for_a_known_workload() {
     assert_eq!(u(&v, "/seed"), 0);
     assert_eq!(v["scale"], 0.01);
     assert_eq!(v["sync_every"], Value::Null);
+    // 1000 lumps of 513 sectors, × 1.5, plus journal and header.
+    assert_eq!(u(&v, "/block_size"), 512);
+    assert!(u(&v, "/capacity") >= 1000 * 513 * 512 * 3 / 2);
 
     // --seed overrides; --sync-every inserts syncs.
     let durable = workloads_dir().join("durable-256k.wl");
@@ -323,4 +326,22 @@ fn other_failures_and_usage_errors() {
         .assert()
         .success()
         .stdout(predicate::str::contains("--sync-every"));
+}
+
+#[test]
+fn check_capacity_is_the_capacity_run_uses() {
+    let seq = workloads_dir().join("seq-256k.wl");
+    for bs in ["512", "4096"] {
+        let v = check_json(&["--scale", "0.001", "--block-size", bs, seq.to_str().unwrap()]);
+        let out = Command::cargo_bin("minfs-bench")
+            .unwrap()
+            .args(["run", "--scale", "0.001", "--backend", "memory", "--json", "-"])
+            .args(["--block-size", bs, "--workload"])
+            .arg(&seq)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["capacity"], run["capacity"], "block size {bs}");
+    }
 }

@@ -1,5 +1,6 @@
-//! `minfs-bench check [--scale F] [--seed S] [--sync-every N] [--json] FILE`: parse and
-//! expand a workload, run nothing, and say what it would do.
+//! `minfs-bench check [--scale F] [--seed S] [--sync-every N] [--block-size B] [--json] FILE`:
+//! parse and expand a workload, run nothing, and say what it would do — including the
+//! capacity `run` would give Cannyls by default (`scripts/compare.sh` sizes its device by it).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,6 +20,9 @@ pub struct CheckArgs {
     /// Print one JSON object instead of the summary for people.
     #[arg(long)]
     pub json: bool,
+    /// The storage block size to plan the capacity for (as `run --block-size`).
+    #[arg(long, value_name = "BYTES", default_value_t = 512)]
+    pub block_size: u32,
 }
 
 /// What `check --json` prints.
@@ -37,6 +41,10 @@ pub struct CheckReport {
     pub summary: Summary,
     /// Commands skipped because the live list was empty.
     pub skipped: u64,
+    /// The block size `capacity` is planned for.
+    pub block_size: u32,
+    /// The capacity `run` gives Cannyls without `--capacity`, in bytes.
+    pub capacity: u64,
 }
 
 /// Runs `check`.
@@ -52,6 +60,15 @@ pub fn check(
             return Ok(e.exit_code());
         }
     };
+    if args.block_size == 0 || args.block_size % 512 != 0 {
+        writeln!(
+            err,
+            "minfs-bench: error: --block-size {} is not a positive multiple of 512",
+            args.block_size
+        )?;
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    let plan = crate::run::capacity::plan(&loaded.expansion.ops, args.block_size);
     let report = CheckReport {
         file: loaded.file,
         seed: loaded.expansion.seed,
@@ -59,6 +76,8 @@ pub fn check(
         sync_every: args.workload.sync_every.map(|n| n.get()),
         summary: Summary::of(&loaded.expansion.ops),
         skipped: loaded.expansion.skipped,
+        block_size: args.block_size,
+        capacity: plan.capacity,
     };
     if args.json {
         serde_json::to_writer(&mut *out, &report)?;
@@ -119,6 +138,12 @@ fn write_human(r: &CheckReport, out: &mut dyn Write) -> std::io::Result<()> {
         "final live      {} lumps, {}",
         s.final_live_lumps,
         bytes(s.final_live_bytes)
+    )?;
+    writeln!(
+        out,
+        "capacity        {} (run's default at block size {})",
+        bytes(r.capacity),
+        r.block_size
     )?;
     if r.skipped > 0 {
         writeln!(

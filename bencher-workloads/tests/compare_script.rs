@@ -1,0 +1,197 @@
+//! `scripts/compare.sh` end to end (root and loop devices; skipped with a printed reason
+//! elsewhere): a tiny-scale comparison of every target and reference workload on a loop
+//! device, and the script's refusal of a device that holds a filesystem or is mounted.
+//!
+//! The script is given this build's binaries with `--bin-dir` (it would otherwise build
+//! release binaries itself).
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use testutil::{mkfs_ext4, require_loop, LoopDevice, Mount};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The directory holding `minfs-bench` and `minfs` of this build; builds `minfs` (the CLI
+/// of the minfs crate, not a target of this package) when a package-only test run has not.
+fn bin_dir() -> PathBuf {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_minfs-bench"));
+    let dir = bench.parent().unwrap().to_path_buf();
+    if !dir.join("minfs").exists() {
+        let target_dir = dir.parent().unwrap();
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "minfs", "--bin", "minfs"])
+            .env("CARGO_TARGET_DIR", target_dir)
+            .current_dir(repo())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the minfs binary failed");
+    }
+    assert!(dir.join("minfs").exists(), "no minfs binary in {}", dir.display());
+    dir
+}
+
+fn compare(args: &[&str]) -> Output {
+    Command::new("bash")
+        .arg(repo().join("scripts/compare.sh"))
+        .arg("--bin-dir")
+        .arg(bin_dir())
+        .args(args)
+        .output()
+        .expect("bash runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Lines of `losetup -a`, `findmnt` and tracefs instances that mention `needle`.
+fn leftovers(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for cmd in [vec!["losetup", "-a"], vec!["findmnt", "-rn"]] {
+        let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if line.contains(needle) || line.contains("minfs-compare-mnt") {
+                found.push(line.to_string());
+            }
+        }
+    }
+    if let Ok(dir) = fs::read_dir("/sys/kernel/tracing/instances") {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("minfs-compare-") {
+                found.push(format!("tracefs instance {name}"));
+            }
+        }
+    }
+    found
+}
+
+const TARGETS: [&str; 6] = ["minfs", "ext4", "ext4-prealloc", "xfs", "xfs-prealloc", "raw"];
+const WORKLOADS: [&str; 6] = [
+    "seq-256k",
+    "seq-4m",
+    "rand-mixed-1m",
+    "rand-oldest-1m",
+    "durable-256k",
+    "group-commit-256k",
+];
+
+#[test]
+fn compare_script_runs_every_target_and_workload_and_cleans_up() {
+    require_loop!();
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let work = scratch.path().join("work");
+    let out_dir = scratch.path().join("out");
+    let out = compare(&[
+        "--scale",
+        "0.001",
+        "--runs",
+        "1",
+        "--work",
+        work.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let left = leftovers(work.to_str().unwrap());
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let images: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
+    assert!(images.is_empty(), "image not removed: {images:?}");
+
+    let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+    let setup = fs::read_to_string(out_dir.join("SETUP.md")).unwrap();
+    for t in TARGETS {
+        assert!(report.contains(t), "report.md lacks target {t}");
+        assert!(setup.contains(&format!("### {t}")), "SETUP.md lacks target {t}");
+    }
+    for w in WORKLOADS {
+        assert!(report.contains(w), "report.md lacks workload {w}");
+        for t in TARGETS {
+            let base = out_dir.join("runs").join(w).join(t);
+            let json = fs::read_to_string(base.join("run-1.json"))
+                .unwrap_or_else(|e| panic!("{w}/{t}: no run-1.json: {e}"));
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert!(v["ops"].as_u64().unwrap() > 0, "{w}/{t}: no operations");
+            let oplog = fs::read_to_string(base.join("run-1.oplog")).unwrap();
+            let lines = oplog.lines().filter(|l| !l.starts_with('#')).count() as u64;
+            assert_eq!(lines, v["ops"].as_u64().unwrap(), "{w}/{t}: op-log lines");
+        }
+    }
+    for needle in ["mkfs.ext4 -F -q -O ^has_journal", "mkfs.xfs -f -q -K", "minfs mkfs"] {
+        assert!(setup.contains(needle), "SETUP.md lacks `{needle}`");
+    }
+    assert!(setup.contains("queue/rotational"));
+    assert!(out_dir.join("plots/ratios.svg").exists());
+
+    // Re-rendering changes nothing.
+    let before = fs::read(out_dir.join("report.md")).unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_minfs-bench"))
+        .arg("report")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(before, fs::read(out_dir.join("report.md")).unwrap());
+}
+
+fn head(dev: &Path) -> Vec<u8> {
+    let mut buf = vec![0; 1 << 20];
+    fs::File::open(dev).unwrap().read_exact(&mut buf).unwrap();
+    buf
+}
+
+#[test]
+fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
+    require_loop!();
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let out_dir = scratch.path().join("out");
+    let lo = LoopDevice::new(512 << 20, 512).unwrap();
+    mkfs_ext4(lo.path()).unwrap();
+    let before = head(lo.path());
+    let dev = lo.path().to_str().unwrap();
+    let args = [
+        "--device",
+        dev,
+        "--scale",
+        "0.001",
+        "--workloads",
+        "seq-256k",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+
+    let out = compare(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(dev) && err.contains("ext4"), "{}", text(&out));
+    assert!(err.contains("--destroy-data"), "{}", text(&out));
+    assert_eq!(before, head(lo.path()), "the refused device changed");
+    assert!(!out_dir.exists(), "a refused run wrote results");
+
+    // Mounted: refused even with --destroy-data.
+    let m = Mount::new(lo.path()).unwrap();
+    let mut destroy = args.to_vec();
+    destroy.push("--destroy-data");
+    let out = compare(&destroy);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mounted") && err.contains(m.path().to_str().unwrap()),
+        "{}",
+        text(&out)
+    );
+    drop(m);
+    assert_eq!(before, head(lo.path()), "the refused device changed");
+    assert!(!out_dir.exists(), "a refused run wrote results");
+}

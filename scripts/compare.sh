@@ -1,0 +1,548 @@
+#!/usr/bin/env bash
+# The comparison: Cannyls on minfs vs on a file in ext4 (no journal) and XFS vs the bare
+# device, all on the same device, each target freshly prepared before every workload.
+#
+#   scripts/compare.sh [OPTIONS]
+#
+# Default device: a loop device (--direct-io=on) over an image under --work, zero-filled and
+# synced once before the first run (so no target pays the host filesystem's allocation).
+# Writes DIR (--out) with compare.json, SETUP.md, runs/<workload>/<target>/run-<k>.{json,oplog}
+# (and .trace with --trace), then `minfs-bench report DIR` renders report.md and plots/.
+#
+# Options:
+#   --device DEV        use this block device instead of a loop device. Refused when it is
+#                       mounted or in use (always), or holds a filesystem or partition table
+#                       (unless --destroy-data). EVERYTHING ON IT IS DESTROYED.
+#   --destroy-data      allow --device to be a device that holds data
+#   --work DIR          where the default image lives (default /var/tmp/minfs-compare)
+#   --image-size SIZE   size of the default image (e.g. 8G; default: the largest capacity the
+#                       workloads need at --scale, plus 15% and 256 MiB for filesystem overhead)
+#   --sector-size N     logical sector size of the default loop device: 512 or 4096 (default 512)
+#   --keep-image        leave the image in --work afterwards
+#   --workloads LIST    comma-separated workload names (bencher-workloads/workloads/NAME.wl) or
+#                       paths (default: the six reference workloads)
+#   --targets LIST      comma-separated, from: minfs ext4 ext4-prealloc xfs xfs-prealloc raw
+#                       minfs-4k (minfs at block size 4096) minfs-fuse (FileNvm on a file of a
+#                       FUSE-mounted minfs) (default: minfs,ext4,ext4-prealloc,xfs,xfs-prealloc,raw)
+#   --scale F           multiply every workload count by F (default 0.1)
+#   --runs N            runs per workload and target; targets are interleaved run by run and
+#                       the report shows the median and min–max (default 3)
+#   --block-size N      Cannyls block size (default 512)
+#   --seed S            generator seed (default: each workload's own)
+#   --trace / --no-trace  record the device's block requests (tracefs) for every run
+#                       (default: on when root and tracefs is available)
+#   --bin-dir DIR       use the minfs and minfs-bench binaries in DIR instead of building release
+#   --out DIR           results directory (default results/<date>-<host>-<device>/)
+#   -h, --help
+#
+# Exit codes: 0 all runs succeeded; 1 a run or step failed (the report marks it); 2 usage
+# error or a refused device; 130 interrupted. Mounts, loop devices and tracefs instances it
+# made are removed on exit, error and Ctrl-C.
+set -euo pipefail
+shopt -s inherit_errexit 2>/dev/null || true
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+prog=compare.sh
+
+die() { echo "$prog: error: $*" >&2; exit 1; }
+usage_error() { echo "$prog: error: $*" >&2; echo "(see $prog --help)" >&2; exit 2; }
+say() { echo "$prog: $*" >&2; }
+
+# ---------------------------------------------------------------- options
+device=""
+destroy_data=0
+work=/var/tmp/minfs-compare
+image_size=""
+sector_size=512
+keep_image=0
+workloads="seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k"
+targets="minfs,ext4,ext4-prealloc,xfs,xfs-prealloc,raw"
+scale=0.1
+runs=3
+block_size=512
+seed=""
+trace=auto
+bin_dir=""
+out=""
+
+need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$1 needs a value"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) need_arg "$@"; device=$2; shift 2 ;;
+    --destroy-data) destroy_data=1; shift ;;
+    --work) need_arg "$@"; work=$2; shift 2 ;;
+    --image-size) need_arg "$@"; image_size=$2; shift 2 ;;
+    --sector-size) need_arg "$@"; sector_size=$2; shift 2 ;;
+    --keep-image) keep_image=1; shift ;;
+    --workloads) need_arg "$@"; workloads=$2; shift 2 ;;
+    --targets) need_arg "$@"; targets=$2; shift 2 ;;
+    --scale) need_arg "$@"; scale=$2; shift 2 ;;
+    --runs) need_arg "$@"; runs=$2; shift 2 ;;
+    --block-size) need_arg "$@"; block_size=$2; shift 2 ;;
+    --seed) need_arg "$@"; seed=$2; shift 2 ;;
+    --trace) trace=on; shift ;;
+    --no-trace) trace=off; shift ;;
+    --bin-dir) need_arg "$@"; bin_dir=$2; shift 2 ;;
+    --out) need_arg "$@"; out=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) usage_error "unknown argument '$1'" ;;
+  esac
+done
+
+[[ $runs =~ ^[1-9][0-9]*$ ]] || usage_error "--runs '$runs' is not a positive integer"
+[[ $block_size =~ ^[1-9][0-9]*$ ]] && [ $((block_size % 512)) = 0 ] \
+  || usage_error "--block-size '$block_size' is not a positive multiple of 512"
+[ "$sector_size" = 512 ] || [ "$sector_size" = 4096 ] \
+  || usage_error "--sector-size '$sector_size' is not 512 or 4096"
+[[ $scale =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] \
+  && awk -v s="$scale" 'BEGIN { exit !(s > 0) }' \
+  || usage_error "--scale '$scale' is not a number greater than 0"
+[ -z "$seed" ] || [[ $seed =~ ^[0-9]+$ ]] || usage_error "--seed '$seed' is not a number"
+
+all_targets="minfs minfs-4k minfs-fuse ext4 ext4-prealloc xfs xfs-prealloc raw"
+IFS=, read -r -a target_list <<<"$targets"
+[ ${#target_list[@]} -gt 0 ] || usage_error "--targets is empty"
+for t in "${target_list[@]}"; do
+  [[ " $all_targets " == *" $t "* ]] || usage_error "unknown target '$t' (known: $all_targets)"
+done
+
+IFS=, read -r -a workload_args <<<"$workloads"
+[ ${#workload_args[@]} -gt 0 ] || usage_error "--workloads is empty"
+workload_files=()
+workload_names=()
+for w in "${workload_args[@]}"; do
+  if [ -f "$w" ]; then f=$w
+  elif [ -f "$repo/bencher-workloads/workloads/$w.wl" ]; then f=$repo/bencher-workloads/workloads/$w.wl
+  else usage_error "no workload '$w' (not a file, not bencher-workloads/workloads/$w.wl)"
+  fi
+  workload_files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
+  workload_names+=("$(basename "$f" .wl)")
+done
+
+uses_fs() { [[ " ${target_list[*]} " == *" $1"* ]]; }
+
+# ---------------------------------------------------------------- tools
+[ "$(id -u)" = 0 ] || usage_error "must run as root (loop devices, mkfs, mount)"
+missing=()
+command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+command -v mkfs.xfs >/dev/null || missing+=(xfsprogs)
+command -v losetup >/dev/null || missing+=(util-linux)
+command -v wipefs >/dev/null || missing+=(util-linux)
+if [ ${#missing[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null; then
+    say "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    die "missing tools: install ${missing[*]}"
+  fi
+fi
+
+if [ -n "$bin_dir" ]; then
+  minfs=$(cd "$bin_dir" && pwd)/minfs
+  bench=$(cd "$bin_dir" && pwd)/minfs-bench
+else
+  say "building release binaries"
+  (cd "$repo" && cargo build --release -q -p minfs -p bencher-workloads)
+  target_dir=$(cd "$repo" && cargo metadata --format-version 1 --no-deps \
+    | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+  minfs=$target_dir/release/minfs
+  bench=$target_dir/release/minfs-bench
+fi
+[ -x "$minfs" ] || die "no minfs binary at $minfs"
+[ -x "$bench" ] || die "no minfs-bench binary at $bench"
+if [[ " ${target_list[*]} " == *" minfs-fuse "* ]]; then
+  "$minfs" mount --help >/dev/null 2>&1 || die "target minfs-fuse: this minfs has no 'mount'"
+  [ -e /dev/fuse ] || die "target minfs-fuse: /dev/fuse is missing (modprobe fuse)"
+fi
+
+# ---------------------------------------------------------------- cleanup
+mnt=""
+loop=""
+image=""
+trace_inst=""
+fuse_mounted=0
+interrupted=0
+
+cleanup() {
+  local rc=$?
+  set +e
+  trap - EXIT INT TERM
+  if [ -n "$mnt" ] && mountpoint -q "$mnt"; then
+    if [ "$fuse_mounted" = 1 ]; then "$minfs" umount "$mnt" || umount -l "$mnt"; else umount "$mnt" || umount -l "$mnt"; fi
+  fi
+  [ -n "$mnt" ] && rmdir "$mnt" 2>/dev/null
+  if [ -n "$trace_inst" ] && [ -d "$trace_inst" ]; then
+    echo 0 >"$trace_inst/tracing_on"
+    echo 0 >"$trace_inst/events/block/block_rq_issue/enable"
+    echo 0 >"$trace_inst/events/block/block_rq_complete/enable"
+    rmdir "$trace_inst" || say "could not remove tracefs instance $trace_inst"
+  fi
+  [ -n "$loop" ] && losetup -d "$loop"
+  if [ -n "$image" ] && [ "$keep_image" = 0 ]; then rm -f "$image"; fi
+  if [ "$interrupted" = 1 ]; then say "interrupted; cleaned up"; exit 130; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'interrupted=1; exit 130' INT TERM
+
+# ---------------------------------------------------------------- the device
+size_bytes() { # "8G" → bytes (K/M/G/T powers of 1024)
+  local v=${1^^}
+  [[ $v =~ ^([0-9]+)([KMGT]?)I?B?$ ]] || usage_error "size '$1' is not like 512M or 8G"
+  local n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]}
+  case $u in K) n=$((n << 10)) ;; M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; T) n=$((n << 40)) ;; esac
+  echo "$n"
+}
+
+# The largest capacity the workloads need (what minfs-bench run gives Cannyls by default).
+seed_args=()
+[ -n "$seed" ] && seed_args=(--seed "$seed")
+max_capacity=0
+for f in "${workload_files[@]}"; do
+  json=$("$bench" check --json --scale "$scale" --block-size "$block_size" "${seed_args[@]}" "$f") \
+    || usage_error "workload $f does not check (see above)"
+  cap=$(sed -n 's/.*"capacity":\([0-9]*\).*/\1/p' <<<"$json")
+  [ -n "$cap" ] || die "minfs-bench check printed no capacity for $f"
+  [ "$cap" -gt "$max_capacity" ] && max_capacity=$cap
+done
+need_bytes=$(( max_capacity + max_capacity * 15 / 100 + (256 << 20) ))
+
+dev_refusal() { # why DEV must not be used, or nothing
+  local dev=$1 name holders sig
+  [ -b "$dev" ] || { echo "$dev is not a block device"; return; }
+  if findmnt -rno TARGET -S "$dev" >/dev/null 2>&1; then
+    echo "$dev is mounted on $(findmnt -rno TARGET -S "$dev" | paste -sd, -)"; return
+  fi
+  name=$(basename "$(readlink -f "$dev")")
+  for part in /sys/class/block/"$name"/"$name"*; do
+    [ -e "$part/partition" ] || continue
+    if findmnt -rno TARGET -S "/dev/$(basename "$part")" >/dev/null 2>&1; then
+      echo "partition /dev/$(basename "$part") of $dev is mounted"; return
+    fi
+  done
+  holders=$(ls "/sys/class/block/$name/holders" 2>/dev/null | paste -sd, -)
+  [ -z "$holders" ] || { echo "$dev is in use by $holders"; return; }
+  if [ "$destroy_data" = 0 ]; then
+    sig=$(wipefs -n -O TYPE --noheadings "$dev" 2>/dev/null | sort -u | paste -sd, -)
+    [ -z "$sig" ] || { echo "$dev holds $sig (use --destroy-data to overwrite it)"; return; }
+  fi
+}
+
+if [ -n "$device" ]; then
+  why=$(dev_refusal "$device")
+  if [ -n "$why" ]; then echo "$prog: refusing $device: $why" >&2; exit 2; fi
+  dev=$(readlink -f "$device")
+  dev_bytes=$(blockdev --getsize64 "$dev")
+  [ "$dev_bytes" -ge "$need_bytes" ] \
+    || die "$dev has $dev_bytes bytes; the workloads at scale $scale need about $need_bytes"
+  device_label=$(basename "$dev")
+else
+  if [ -n "$image_size" ]; then img_bytes=$(size_bytes "$image_size"); else img_bytes=$need_bytes; fi
+  min_bytes=$(( 320 << 20 )) # mkfs.xfs needs 300 MiB
+  [ "$img_bytes" -ge "$min_bytes" ] || img_bytes=$min_bytes
+  img_bytes=$(( (img_bytes + (1 << 20) - 1) >> 20 << 20 ))
+  [ "$img_bytes" -ge "$need_bytes" ] \
+    || die "--image-size $image_size is smaller than the $need_bytes bytes the workloads need"
+  mkdir -p "$work"
+  work=$(cd "$work" && pwd)
+  image=$work/compare-$$.img
+  avail=$(df -B1 --output=avail "$work" | tail -1)
+  [ "$avail" -gt "$img_bytes" ] || die "$work has $avail bytes free; the image needs $img_bytes"
+  say "zero-filling $image ($((img_bytes >> 20)) MiB) and syncing it"
+  zero_cmd="dd if=/dev/zero of=$image bs=16M count=$((img_bytes >> 24)) oflag=direct conv=fsync status=none"
+  if [ $((img_bytes % (16 << 20))) = 0 ]; then
+    $zero_cmd
+  else
+    zero_cmd="dd if=/dev/zero of=$image bs=1M count=$((img_bytes >> 20)) oflag=direct conv=fsync status=none"
+    $zero_cmd
+  fi
+  sync "$image"
+  loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $image"
+  loop=$($loop_cmd)
+  dev=$loop
+  dev_bytes=$img_bytes
+  device_label=loop-$sector_size
+fi
+devname=$(basename "$dev")
+queue=/sys/class/block/$devname/queue
+
+host=$(hostname -s 2>/dev/null || hostname)
+today=$(date -u +%Y-%m-%d)
+[ -n "$out" ] || out=$repo/results/$today-$host-$device_label
+if [ -e "$out/compare.json" ]; then die "$out already holds a comparison; choose another --out"; fi
+mkdir -p "$out/runs"
+out=$(cd "$out" && pwd)
+mnt=$(mktemp -d /tmp/minfs-compare-mnt.XXXXXX)
+
+# ---------------------------------------------------------------- tracing
+tracefs=/sys/kernel/tracing
+if [ "$trace" = auto ]; then
+  if [ -w "$tracefs/instances" ] && [ -d "$tracefs/events/block/block_rq_issue" ]; then trace=on; else trace=off; fi
+fi
+if [ "$trace" = on ]; then
+  [ -d "$tracefs/events/block/block_rq_issue" ] || die "--trace: no block tracepoints in $tracefs"
+  trace_inst=$tracefs/instances/minfs-compare-$$
+  mkdir "$trace_inst"
+  echo 0 >"$trace_inst/tracing_on"
+  echo mono >"$trace_inst/trace_clock"
+  echo 65536 >"$trace_inst/buffer_size_kb"
+  read -r maj min < <(stat -L -c '%t %T' "$dev")
+  devnum=$(( (16#$maj << 20) | 16#$min ))
+  for ev in block_rq_issue block_rq_complete; do
+    echo "dev == $devnum" >"$trace_inst/events/block/$ev/filter"
+    echo 1 >"$trace_inst/events/block/$ev/enable"
+  done
+fi
+hdd_profiles=()
+if [ "$trace" = on ] && "$bench" hdd-replay --help >/dev/null 2>&1; then
+  hdd_profiles=(st1000dm003 st1000dm003-4kn)
+fi
+
+# ---------------------------------------------------------------- compare.json
+json_list() { local first=1; printf '['; for x in "$@"; do [ $first = 1 ] || printf ', '; first=0; printf '"%s"' "$x"; done; printf ']'; }
+{
+  printf '{\n'
+  printf '  "workloads": %s,\n' "$(json_list "${workload_names[@]}")"
+  printf '  "targets": %s,\n' "$(json_list "${target_list[@]}")"
+  printf '  "runs": %s,\n' "$runs"
+  printf '  "scale": %s,\n' "$scale"
+  printf '  "seed": %s,\n' "${seed:-null}"
+  printf '  "block_size": %s,\n' "$block_size"
+  if [ -n "$image" ]; then
+    printf '  "device": "%s (loop device, direct I/O, over a %d MiB zero-filled image)",\n' "$device_label" $((dev_bytes >> 20))
+  else
+    printf '  "device": "%s",\n' "$device_label"
+  fi
+  printf '  "sector_size": %s,\n' "$(cat "$queue/logical_block_size")"
+  printf '  "trace": %s,\n' "$([ "$trace" = on ] && echo true || echo false)"
+  printf '  "profiles": %s\n' "$(json_list "${hdd_profiles[@]}")"
+  printf '}\n'
+} >"$out/compare.json"
+
+# ---------------------------------------------------------------- targets
+declare -A target_cmds=()
+# record TARGET CMD...: remember a command TARGET's preparation or run uses, for SETUP.md.
+record() {
+  local t=$1 line
+  shift
+  line="$*"
+  line=${line//$dev/DEV}; line=${line//$mnt/MNT}; line=${line//$minfs/minfs}
+  if [[ $'\n'"${target_cmds[$t]:-}" != *$'\n'"$line"$'\n'* ]]; then
+    target_cmds[$t]+="$line"$'\n'
+  fi
+}
+declare -A fs_info=()
+ext4_mkfs=(mkfs.ext4 -F -q -O ^has_journal -E lazy_itable_init=0,lazy_journal_init=0,nodiscard)
+xfs_mkfs=(mkfs.xfs -f -q -K)
+
+# prepare TARGET: make the device ready for TARGET; sets backend and target_bs.
+prepare() {
+  local t=$1
+  target_bs=$block_size
+  case $t in
+    minfs|minfs-4k)
+      [ "$t" = minfs-4k ] && target_bs=4096
+      record "$t" "$minfs" mkfs -f -L compare "$dev"
+      "$minfs" mkfs -f -L compare "$dev" >/dev/null
+      [ -n "${fs_info[minfs]:-}" ] || fs_info[minfs]=$("$minfs" info "$dev")
+      backend="minfs:$dev"
+      ;;
+    minfs-fuse)
+      record "$t" "$minfs" mkfs -f -L compare "$dev"
+      "$minfs" mkfs -f -L compare "$dev" >/dev/null
+      record "$t" "$minfs" mount "$dev" "$mnt"
+      "$minfs" mount "$dev" "$mnt"
+      fuse_mounted=1
+      backend="file-prealloc:$mnt/cannyls.lusf"
+      ;;
+    ext4|ext4-prealloc)
+      record "$t" "${ext4_mkfs[@]}" "$dev"
+      "${ext4_mkfs[@]}" "$dev" >/dev/null
+      record "$t" mount "$dev" "$mnt"
+      mount "$dev" "$mnt"
+      [ -n "${fs_info[ext4]:-}" ] || fs_info[ext4]=$(tune2fs -l "$dev")
+      if [ "$t" = ext4 ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
+      ;;
+    xfs|xfs-prealloc)
+      record "$t" "${xfs_mkfs[@]}" "$dev"
+      "${xfs_mkfs[@]}" "$dev" >/dev/null
+      record "$t" mount "$dev" "$mnt"
+      mount "$dev" "$mnt"
+      [ -n "${fs_info[xfs]:-}" ] || fs_info[xfs]=$(xfs_info "$mnt")
+      if [ "$t" = xfs ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
+      ;;
+    raw)
+      record "$t" wipefs -a -q "$dev"
+      wipefs -a -q "$dev"
+      backend="raw:$dev"
+      ;;
+  esac
+}
+
+# release TARGET: unmount what prepare mounted.
+release() {
+  case $1 in
+    minfs-fuse)
+      "$minfs" umount "$mnt"; fuse_mounted=0
+      record "$1" "$minfs" umount "$mnt" ;;
+    ext4*|xfs*)
+      umount "$mnt"
+      record "$1" umount "$mnt" ;;
+  esac
+}
+
+drop_caches() {
+  sync
+  [ -w /proc/sys/vm/drop_caches ] && echo 3 >/proc/sys/vm/drop_caches || true
+}
+
+# ---------------------------------------------------------------- the runs
+failures=0
+nt=${#target_list[@]}
+total=$(( runs * ${#workload_names[@]} * nt ))
+n=0
+say "device $dev ($((dev_bytes >> 20)) MiB), results in $out"
+for ((k = 1; k <= runs; k++)); do
+  for wi in "${!workload_names[@]}"; do
+    w=${workload_names[$wi]}
+    wf=${workload_files[$wi]}
+    # Rotate the target order from run to run so no target always goes first.
+    for ((j = 0; j < nt; j++)); do
+      t=${target_list[$(( (j + k - 1) % nt ))]}
+      n=$((n + 1))
+      dir=$out/runs/$w/$t
+      mkdir -p "$dir"
+      base=$dir/run-$k
+      rm -f "$base".*
+      prepare "$t"
+      drop_caches
+      run_args=(run --workload "$wf" --scale "$scale" "${seed_args[@]}" --backend "$backend"
+        --block-size "$target_bs" --json "$base.json" --op-log "$base.oplog" --no-progress)
+      [ "$t" = raw ] && run_args+=(--force)
+      rel_wf=${wf#"$repo"/}
+      record "$t" minfs-bench run --workload bencher-workloads/workloads/W.wl --scale "$scale" \
+        "${seed_args[@]}" --backend "$backend" --block-size "$target_bs" \
+        --json OUT/runs/W/$t/run-K.json --op-log OUT/runs/W/$t/run-K.oplog --no-progress \
+        $([ "$t" = raw ] && echo --force)
+      [ -n "$trace_inst" ] && { echo >"$trace_inst/trace"; echo 1 >"$trace_inst/tracing_on"; }
+      start=$(date +%s.%N)
+      set +e
+      "$bench" "${run_args[@]}" >"$base.log" 2>&1
+      rc=$?
+      set -e
+      [ -n "$trace_inst" ] && echo 0 >"$trace_inst/tracing_on"
+      secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+      if [ "$rc" != 0 ]; then
+        failures=$((failures + 1))
+        { echo "minfs-bench exited with $rc"; cat "$base.log"; } >"$base.error"
+        rm -f "$base.json"
+        say "[$n/$total] run $k $w $t: FAILED (exit $rc), see $base.error"
+      else
+        say "[$n/$total] run $k $w $t: ${secs}s"
+      fi
+      rm -f "$base.log"
+      if [ -n "$trace_inst" ]; then
+        grep -v '^#' "$trace_inst/trace" >"$base.trace" || true
+        overrun=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$trace_inst"/per_cpu/cpu*/stats)
+        [ "$overrun" = 0 ] || echo "tracefs lost $overrun events (buffer overrun)" >"$base.trace-warning"
+        if [ "$rc" = 0 ]; then
+          for p in "${hdd_profiles[@]}"; do
+            "$bench" hdd-replay --profile "$p" --run "$base.json" --json "$base.model-$p.json" \
+              "$base.trace" "$base.oplog" >/dev/null 2>"$base.model-$p.error" \
+              && rm -f "$base.model-$p.error" \
+              || { failures=$((failures + 1)); say "hdd-replay $p failed for $base"; }
+          done
+        fi
+      fi
+      release "$t"
+    done
+  done
+done
+
+# ---------------------------------------------------------------- SETUP.md
+sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
+{
+  echo "# Setup of this comparison"
+  echo
+  echo "Written by \`scripts/compare.sh\`; \`report.md\` is rendered from the runs by \`minfs-bench report\`."
+  echo
+  echo "| | |"
+  echo "| --- | --- |"
+  echo "| date (UTC) | $(date -u '+%Y-%m-%d %H:%M') |"
+  echo "| host | $host |"
+  echo "| kernel | $(uname -srvm) |"
+  echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) online CPUs |"
+  echo "| RAM | $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |"
+  if [ -n "$image" ]; then
+    echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' ') ($(findmnt -no OPTIONS -T "$work")), zero-filled and synced before the first run: \`$zero_cmd\` |"
+    host_src=$(findmnt -no SOURCE -T "$work")
+    host_disk=$(lsblk -no PKNAME "$host_src" 2>/dev/null | head -1)
+    [ -n "$host_disk" ] || host_disk=$(basename "$host_src")
+    echo "| image's host disk | $(lsblk -dno NAME,SIZE,ROTA,MODEL "/dev/$host_disk" 2>/dev/null | tr -s ' ' || echo n/a) (name, size, rotational, model as lsblk reports) |"
+    echo "| loop direct I/O | $(sysval "/sys/class/block/$devname/loop/dio") |"
+  else
+    echo "| device | \`$dev\`, $(lsblk -dno SIZE,MODEL "$dev" | tr -s ' ') |"
+  fi
+  echo "| queue/rotational | $(sysval "$queue/rotational") |"
+  echo "| queue/logical_block_size | $(sysval "$queue/logical_block_size") |"
+  echo "| queue/physical_block_size | $(sysval "$queue/physical_block_size") |"
+  echo "| queue/scheduler | $(sysval "$queue/scheduler") |"
+  echo "| queue/write_cache | $(sysval "$queue/write_cache") |"
+  echo "| queue/max_sectors_kb | $(sysval "$queue/max_sectors_kb") |"
+  echo "| queue/nr_requests | $(sysval "$queue/nr_requests") |"
+  echo "| workloads | ${workload_names[*]} |"
+  echo "| targets | ${target_list[*]} |"
+  echo "| scale | $scale (every count in the workload files × $scale) |"
+  seed_text="each workload file's own \`Seed:\` (0 where it has none)"
+  [ -z "$seed" ] || seed_text=$seed
+  echo "| seed | $seed_text |"
+  echo "| runs | $runs per workload and target; targets interleaved run by run, the order rotated each run; caches dropped (\`sync; echo 3 > /proc/sys/vm/drop_caches\`) before each run |"
+  echo "| Cannyls block size | $block_size (minfs-4k: 4096) |"
+  echo "| capacity | minfs-bench's default per workload (1.5 × peak live data + journal), the same for every target; largest $((max_capacity >> 20)) MiB |"
+  echo "| block trace | $trace$([ "$trace" = on ] && echo " (tracefs instance, trace_clock mono, block_rq_issue/complete filtered to dev $devnum)") |"
+  echo "| HDD model profiles | ${hdd_profiles[*]:-none} |"
+  echo "| git revision | $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo n/a)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)') |"
+  echo
+  echo "## Tools"
+  echo
+  echo '```'
+  "$minfs" --version
+  "$bench" --version
+  echo "cannyls $(awk '/^name = "cannyls"$/ { getline; print $3 }' "$repo/Cargo.lock" | tr -d '"')"
+  rustc --version 2>/dev/null || true
+  mkfs.ext4 -V 2>&1 | head -1
+  mkfs.xfs -V 2>&1 | head -1
+  losetup --version
+  echo '```'
+  echo
+  echo "## Commands"
+  echo
+  echo "DEV is the device above, MNT a fresh mount point, OUT this directory, W the workload, K the"
+  echo "run. Before every run of every workload the device is prepared anew for its target with"
+  echo "these commands, in this order (an umount comes after the run)."
+  for t in "${target_list[@]}"; do
+    echo
+    echo "### $t"
+    echo
+    echo '```'
+    printf '%s' "${target_cmds[$t]:-}"
+    echo '```'
+  done
+  for fs in ext4 xfs minfs; do
+    [ -n "${fs_info[$fs]:-}" ] || continue
+    case $fs in
+      ext4) echo; echo "## \`tune2fs -l DEV\` after mkfs.ext4" ;;
+      xfs) echo; echo "## \`xfs_info MNT\` after mkfs.xfs" ;;
+      minfs) echo; echo "## \`minfs info DEV\` after minfs mkfs" ;;
+    esac
+    echo
+    echo '```'
+    echo "${fs_info[$fs]}" | sed "s#$dev#DEV#g; s#$mnt#MNT#g"
+    echo '```'
+  done
+} >"$out/SETUP.md"
+
+"$bench" report "$out" || { failures=$((failures + 1)); say "minfs-bench report failed"; }
+say "done: $out/report.md ($failures failures)"
+[ "$failures" = 0 ] || exit 1
