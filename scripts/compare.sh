@@ -31,6 +31,8 @@
 #   --seed S            generator seed (default: each workload's own)
 #   --trace / --no-trace  record the device's block requests (tracefs) for every run
 #                       (default: on when root and tracefs is available)
+#   --compress          gzip (-9n) every op-log and trace once the report is rendered (the
+#                       report reads run-K.oplog.gz as well); for committing results
 #   --bin-dir DIR       use the minfs and minfs-bench binaries in DIR instead of building release
 #   --out DIR           results directory (default results/<date>-<host>-<device>/)
 #   -h, --help
@@ -64,6 +66,7 @@ seed=""
 trace=auto
 bin_dir=""
 out=""
+compress=0
 
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
     --seed) need_arg "$@"; seed=$2; shift 2 ;;
     --trace) trace=on; shift ;;
     --no-trace) trace=off; shift ;;
+    --compress) compress=1; shift ;;
     --bin-dir) need_arg "$@"; bin_dir=$2; shift 2 ;;
     --out) need_arg "$@"; out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -161,6 +165,7 @@ mnt=""
 loop=""
 image=""
 trace_inst=""
+tracefs_mounted=0
 fuse_mounted=0
 interrupted=0
 
@@ -178,6 +183,7 @@ cleanup() {
     echo 0 >"$trace_inst/events/block/block_rq_complete/enable"
     rmdir "$trace_inst" || say "could not remove tracefs instance $trace_inst"
   fi
+  [ "$tracefs_mounted" = 1 ] && umount /sys/kernel/tracing
   [ -n "$loop" ] && losetup -d "$loop"
   if [ -n "$image" ] && [ "$keep_image" = 0 ]; then rm -f "$image"; fi
   if [ "$interrupted" = 1 ]; then say "interrupted; cleaned up"; exit 130; fi
@@ -277,6 +283,11 @@ mnt=$(mktemp -d /tmp/minfs-compare-mnt.XXXXXX)
 
 # ---------------------------------------------------------------- tracing
 tracefs=/sys/kernel/tracing
+if [ "$trace" != off ] && [ ! -d "$tracefs/instances" ] && [ -d "$tracefs" ] \
+  && grep -qw tracefs /proc/filesystems; then
+  # Not mounted (no debugfs automount either): mount it for this run, unmount on exit.
+  mount -t tracefs nodev "$tracefs" && tracefs_mounted=1
+fi
 if [ "$trace" = auto ]; then
   if [ -w "$tracefs/instances" ] && [ -d "$tracefs/events/block/block_rq_issue" ]; then trace=on; else trace=off; fi
 fi
@@ -544,5 +555,8 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
 } >"$out/SETUP.md"
 
 "$bench" report "$out" || { failures=$((failures + 1)); say "minfs-bench report failed"; }
+if [ "$compress" = 1 ]; then
+  find "$out/runs" -type f \( -name '*.oplog' -o -name '*.trace' \) -exec gzip -9 -n {} +
+fi
 say "done: $out/report.md ($failures failures)"
 [ "$failures" = 0 ] || exit 1

@@ -20,8 +20,10 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod compare;
 pub mod dsl;
 pub mod generate;
+pub mod hdd;
 pub mod run;
 pub mod summary;
 

@@ -5,6 +5,8 @@
 //! not parse, or expands past `--max-ops`).
 
 pub mod check;
+pub mod hdd_replay;
+pub mod report;
 pub mod run;
 
 use std::ffi::OsString;
@@ -52,6 +54,11 @@ pub enum Commands {
         mut_arg("sync_every", |a| a.display_order(3)),
     )]
     Run(run::RunArgs),
+    /// Replay a block trace of a run through the HDD model (docs/HDD-MODEL.md) and report the
+    /// modelled operation latencies.
+    HddReplay(hdd_replay::HddReplayArgs),
+    /// Render a comparison directory into DIR/report.md and SVG plots in DIR/plots/.
+    Report(report::ReportArgs),
 }
 
 /// The arguments that say which operations a workload file stands for (shared by the
@@ -228,5 +235,7 @@ where
     match cli.command {
         Commands::Check(args) => check::check(&args, out, err),
         Commands::Run(args) => run::run(&args, out, err),
+        Commands::HddReplay(args) => hdd_replay::hdd_replay(&args, out, err),
+        Commands::Report(args) => report::report(&args, out, err),
     }
 }

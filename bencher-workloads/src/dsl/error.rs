@@ -72,7 +72,20 @@ impl fmt::Display for ParseError {
             "{}:{}:{}: {}",
             self.file, self.line, self.column, self.message
         )?;
-        writeln!(f, "{}", self.source_line)?;
+        // Control characters (a binary file's, an escape sequence) are shown as U+FFFD, one
+        // column each like the character they stand for, rather than sent to the terminal.
+        let shown: String = self
+            .source_line
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\t' {
+                    '\u{FFFD}'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        writeln!(f, "{shown}")?;
         let pad: String = self
             .source_line
             .chars()
@@ -99,6 +112,18 @@ mod tests {
         let e = ParseError::at("a.wl", "\tNé(", 4, "m");
         assert_eq!((e.line, e.column), (1, 4));
         assert_eq!(e.to_string(), "a.wl:1:4: m\n\tNé(\n\t  ^");
+    }
+
+    /// Regression: the line of a binary or escape-laden workload was echoed raw, control
+    /// characters and all, onto the user's terminal.
+    #[test]
+    fn control_characters_of_the_echoed_line_are_not_printed_raw() {
+        let e = ParseError::at("b.wl", "\u{1b}[31mNew\u{7}\tX;", 10, "m");
+        assert_eq!(e.column, 11);
+        assert_eq!(
+            e.to_string(),
+            "b.wl:1:11: m\n\u{FFFD}[31mNew\u{FFFD}\tX;\n         \t^"
+        );
     }
 
     #[test]

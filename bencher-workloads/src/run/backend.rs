@@ -5,6 +5,7 @@
 //! | `minfs:TARGET[:FILE]` | [`MinfsNvm`] over the minfs file FILE (default [`DEFAULT_MINFS_FILE`]) | the filesystem must exist on TARGET (`minfs mkfs`); FILE is created with the capacity when absent |
 //! | `file:PATH` | Cannyls' own [`FileNvm`] (O_DIRECT, `flock`) | the reference setup on ext4/XFS: the file starts empty and grows as Cannyls writes |
 //! | `file-prealloc:PATH` | the same | first `fallocate(FALLOC_FL_KEEP_SIZE)` of the capacity, so the blocks exist but the size stays 0 (Cannyls takes a non-empty file for an existing storage) |
+//! | `existing-file:PATH` | the same, on a file that exists with its size | the whole file is the storage (capacity = its size; `--capacity` must match). For a file preallocated elsewhere, e.g. on a `minfs mount` (`truncate -s SIZE MOUNT/FILE`). It must start with 512 zero bytes or a Cannyls header (else it is refused); a Cannyls header of its size is written first, because `FileNvm` opens a non-empty file only through one |
 //! | `raw:BLOCKDEV` | [`FileNvm`] on a bare block device | refused when the device holds a known signature (a filesystem, a partition table) unless `force`; opened `O_EXCL` besides, so a mounted device is refused |
 //! | `memory` | [`MemoryNvm`] | the whole capacity in RAM, twice over (`MemoryNvm::split` copies) |
 //!
@@ -54,6 +55,8 @@ pub enum BackendSpec {
     File(PathBuf),
     /// `file-prealloc:PATH`.
     FilePrealloc(PathBuf),
+    /// `existing-file:PATH`.
+    ExistingFile(PathBuf),
     /// `raw:BLOCKDEV`.
     Raw(PathBuf),
     /// `memory`.
@@ -61,8 +64,8 @@ pub enum BackendSpec {
 }
 
 /// The accepted forms, for error messages.
-pub const SPEC_FORMS: &str =
-    "minfs:TARGET[:FILE], file:PATH, file-prealloc:PATH, raw:BLOCKDEV or memory";
+pub const SPEC_FORMS: &str = "minfs:TARGET[:FILE], file:PATH, file-prealloc:PATH, \
+     existing-file:PATH, raw:BLOCKDEV or memory";
 
 impl FromStr for BackendSpec {
     type Err = String;
@@ -108,6 +111,7 @@ impl FromStr for BackendSpec {
             }
             "file" => Ok(BackendSpec::File(need("PATH")?)),
             "file-prealloc" => Ok(BackendSpec::FilePrealloc(need("PATH")?)),
+            "existing-file" => Ok(BackendSpec::ExistingFile(need("PATH")?)),
             "raw" => Ok(BackendSpec::Raw(need("BLOCKDEV")?)),
             "memory" => Err(format!("`{s}`: memory takes no argument")),
             other => Err(format!(
@@ -125,6 +129,7 @@ impl fmt::Display for BackendSpec {
             }
             BackendSpec::File(p) => write!(f, "file:{}", p.display()),
             BackendSpec::FilePrealloc(p) => write!(f, "file-prealloc:{}", p.display()),
+            BackendSpec::ExistingFile(p) => write!(f, "existing-file:{}", p.display()),
             BackendSpec::Raw(p) => write!(f, "raw:{}", p.display()),
             BackendSpec::Memory => f.write_str("memory"),
         }
@@ -233,6 +238,14 @@ pub fn open(spec: &BackendSpec, setup: &Setup) -> Result<Opened, BackendError> {
             if prealloc {
                 preallocate(path, capacity).map_err(err)?;
             }
+            let (nvm, _created) = FileNvm::create_if_absent(path, capacity)
+                .map_err(|e| err(format!("cannot open it with FileNvm: {}", brief(&e))))?;
+            let ratio = ratio_for(setup, capacity);
+            let storage = create(&builder(block_size, ratio), nvm, capacity, setup).map_err(err)?;
+            (AnyStorage::File(storage), capacity, ratio)
+        }
+        BackendSpec::ExistingFile(path) => {
+            let capacity = existing_file(path, setup, &mut notes).map_err(err)?;
             let (nvm, _created) = FileNvm::create_if_absent(path, capacity)
                 .map_err(|e| err(format!("cannot open it with FileNvm: {}", brief(&e))))?;
             let ratio = ratio_for(setup, capacity);
@@ -399,6 +412,18 @@ fn file_capacity(
         }
         Ok(_) => Ok(setup.capacity.unwrap_or(setup.planned)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // FileNvm would create the missing directories, and a mistyped path would then
+            // benchmark whatever filesystem holds the new ones: the directory must exist.
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if !dir.is_dir() {
+                return Err(format!(
+                    "its directory {} does not exist (it is not created; make it first)",
+                    dir.display()
+                ));
+            }
             Ok(setup.capacity.unwrap_or(setup.planned))
         }
         Err(e) => Err(format!("cannot stat it: {e}")),
@@ -438,6 +463,64 @@ fn preallocate(path: &Path, capacity: u64) -> Result<(), String> {
     })?;
     file.sync_all()
         .map_err(|e| format!("cannot sync it after fallocate: {e}"))
+}
+
+/// `existing-file:`: checks the file, and writes a Cannyls header of its size (rounded down to
+/// the block size) at its start, so `FileNvm::create_if_absent` opens it with that capacity.
+fn existing_file(path: &Path, setup: &Setup, notes: &mut Vec<String>) -> Result<u64, String> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let meta = fs::metadata(path).map_err(|e| format!("cannot stat it: {e}"))?;
+    if !meta.is_file() {
+        return Err("is not a regular file".into());
+    }
+    let size = meta.len() / u64::from(setup.block_size) * u64::from(setup.block_size);
+    if size == 0 {
+        return Err(format!(
+            "is {} bytes; existing-file: needs a file of the storage's size (e.g. `truncate -s \
+             SIZE` it first; file:PATH takes an empty one)",
+            meta.len()
+        ));
+    }
+    let mut head = [0u8; 512];
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open it: {e}"))?;
+    let n = file
+        .read(&mut head)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if head[..n].iter().any(|&b| b != 0) && StorageHeader::read_from(&head[..n]).is_err() {
+        return Err(
+            "does not start with 512 zero bytes or a Cannyls header; refusing to overwrite it \
+             (zero its first 512 bytes to use it)"
+                .into(),
+        );
+    }
+    let capacity = reuse("the file", size, setup)?;
+    // A header with the right sizes, taken from a small storage in memory.
+    let mut header = StorageBuilder::new()
+        .create(MemoryNvm::new(vec![0; 1 << 20]))
+        .map_err(|e| format!("cannot make a Cannyls header: {}", brief(&e)))?
+        .header()
+        .clone();
+    header.journal_region_size = 0;
+    header.data_region_size = capacity - header.region_size();
+    let mut bytes = Vec::with_capacity(512);
+    header
+        .write_to(&mut bytes)
+        .map_err(|e| format!("cannot encode a Cannyls header: {}", brief(&e)))?;
+    bytes.resize(512, 0);
+    file.write_all_at(&bytes, 0)
+        .and_then(|()| file.sync_data())
+        .map_err(|e| format!("cannot write a Cannyls header into it: {e}"))?;
+    notes.push(format!(
+        "{} ({} bytes) is formatted whole as a fresh storage",
+        path.display(),
+        meta.len()
+    ));
+    Ok(capacity)
 }
 
 fn raw_device(path: &Path, setup: &Setup) -> Result<(u64, fs::File), String> {
@@ -532,6 +615,10 @@ mod tests {
             Ok(BackendSpec::FilePrealloc("a.lusf".into()))
         );
         assert_eq!(
+            p("existing-file:/mnt/m/c"),
+            Ok(BackendSpec::ExistingFile("/mnt/m/c".into()))
+        );
+        assert_eq!(
             p("raw:/dev/loop0"),
             Ok(BackendSpec::Raw("/dev/loop0".into()))
         );
@@ -542,12 +629,14 @@ mod tests {
             let e = p(bad).unwrap_err();
             assert!(!e.is_empty(), "{bad}");
         }
+        assert!(p("existing-file:").is_err());
         assert!(p("nfs:/x").unwrap_err().contains("unknown backend `nfs`"));
         for s in [
             "memory",
             "minfs:/d/img:f",
             "file:/x",
             "file-prealloc:/x",
+            "existing-file:/x",
             "raw:/dev/sda",
         ] {
             assert_eq!(p(s).unwrap().to_string(), s);

@@ -1,0 +1,285 @@
+//! `minfs-bench report DIR`: a comparison directory (written by `scripts/compare.sh`)
+//! rendered into `DIR/report.md` and SVG plots in `DIR/plots/`.
+//!
+//! ```no_run
+//! let written = bencher_workloads::compare::render_dir(std::path::Path::new("results/cmp"))?;
+//! println!("{}", written.report.display());
+//! # Ok::<(), bencher_workloads::compare::CompareError>(())
+//! ```
+//!
+//! - [`layout`]: reading the directory (`compare.json`, `runs/<workload>/<target>/run-<k>.*`);
+//! - [`render`]: the figures (medians over runs, ratios to the baseline) and `report.md`;
+//! - [`plot`]: the SVG plots (latency CDFs, ratios, measured vs modelled);
+//! - [`format`]: number formatting.
+//!
+//! The baseline is the target `minfs`, else the first target. Rendering is deterministic:
+//! the same directory gives the same files byte for byte (fixed order and number formats,
+//! relative links, no time stamps).
+
+pub mod format;
+pub mod layout;
+pub mod plot;
+pub mod render;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub use layout::{load, Comparison};
+
+use crate::run::report::RunReport;
+use layout::Cell;
+
+/// Why a directory could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// `DIR/compare.json` does not exist.
+    #[error(
+        "{}: no such file; is the directory one written by scripts/compare.sh?",
+        path.display()
+    )]
+    NotAComparison {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// A file or directory could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A JSON file does not parse (or lacks a field a run report needs).
+    #[error("{}: not a valid JSON report: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A line of an op-log is malformed.
+    #[error("{}:{line}: not an op-log line: {message}", path.display())]
+    OpLog {
+        /// The file.
+        path: PathBuf,
+        /// The line (from 1).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A name in the directory cannot be used.
+    #[error("{}: {message}", path.display())]
+    Layout {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A plot could not be drawn.
+    #[error("drawing {file}: {message}")]
+    Plot {
+        /// The plot's file name.
+        file: String,
+        /// plotters' error.
+        message: String,
+    },
+}
+
+/// Which reports of a cell the figures come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source<'a> {
+    /// The runs that succeeded (`run-<k>.json`).
+    Measured,
+    /// The modelled runs of a profile (`run-<k>.model-<profile>.json`).
+    Modelled(&'a str),
+}
+
+impl Source<'_> {
+    /// The reports of `cell`.
+    pub fn reports<'c>(&self, cell: &'c Cell) -> Vec<&'c RunReport> {
+        match self {
+            Source::Measured => cell.ok(),
+            Source::Modelled(p) => cell.modelled(p).into_iter().map(|m| &m.report).collect(),
+        }
+    }
+}
+
+/// The plots of a comparison, as paths relative to the directory (`plots/…`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotFiles {
+    /// `plots/ratios.svg`.
+    pub ratios: String,
+    /// Per workload, `plots/cdf-<workload>.svg`, or `None` when it has no op-log.
+    pub cdf: Vec<Option<String>>,
+    /// Per profile, `plots/modelled-vs-measured-<profile>.svg`.
+    pub modelled: Vec<String>,
+}
+
+/// Names made file-safe ([`format::file_part`]), with `-2`, `-3`, … added where two would
+/// be the same.
+fn unique_parts(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let base = format::file_part(name);
+        let mut part = base.clone();
+        let mut n = 2;
+        while out.contains(&part) {
+            part = format!("{base}-{n}");
+            n += 1;
+        }
+        out.push(part);
+    }
+    out
+}
+
+/// The plot files `cmp` gets.
+pub fn plot_files(cmp: &Comparison) -> PlotFiles {
+    let cdf = unique_parts(&cmp.workloads)
+        .into_iter()
+        .zip(&cmp.cells)
+        .map(|(part, row)| {
+            row.iter()
+                .any(|c| !c.latencies.is_empty())
+                .then(|| format!("plots/cdf-{part}.svg"))
+        })
+        .collect();
+    let ids: Vec<String> = cmp.profiles.iter().map(|p| p.id.clone()).collect();
+    PlotFiles {
+        ratios: "plots/ratios.svg".to_string(),
+        cdf,
+        modelled: unique_parts(&ids)
+            .into_iter()
+            .map(|p| format!("plots/modelled-vs-measured-{p}.svg"))
+            .collect(),
+    }
+}
+
+/// The files [`render_dir`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// `DIR/report.md`.
+    pub report: PathBuf,
+    /// The plots, in `DIR/plots/`.
+    pub plots: Vec<PathBuf>,
+}
+
+/// All files of `cmp` as (path relative to the directory, contents): `report.md` first.
+pub fn render(cmp: &Comparison) -> Result<Vec<(String, String)>, CompareError> {
+    let files = plot_files(cmp);
+    let mut out = vec![("report.md".to_string(), render::markdown(cmp))];
+    let plot_err = |file: &str| {
+        let file = file.to_string();
+        move |message| CompareError::Plot { file, message }
+    };
+    if !cmp.targets.is_empty() && !cmp.workloads.is_empty() {
+        let measured = render::ratio_matrix(cmp, Source::Measured);
+        let base = cmp.baseline().map_or("minfs", |b| cmp.targets[b].as_str());
+        let svg = plot::ratios_svg(
+            &format!("Total elapsed relative to {base} (median over runs)"),
+            &format!("median total elapsed / {base}'s"),
+            &cmp.workloads,
+            &cmp.targets,
+            &measured,
+        )
+        .map_err(plot_err(&files.ratios))?;
+        out.push((files.ratios.clone(), svg));
+        for (w, file) in files.cdf.iter().enumerate() {
+            let Some(file) = file else { continue };
+            let series: Vec<(usize, &str, &[u64])> = cmp
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(t, name)| (t, name.as_str(), cmp.cells[w][t].latencies.as_slice()))
+                .collect();
+            let svg = plot::cdf_svg(&cmp.workloads[w], &series).map_err(plot_err(file))?;
+            out.push((file.clone(), svg));
+        }
+        for (p, file) in cmp.profiles.iter().zip(&files.modelled) {
+            let modelled = render::ratio_matrix(cmp, Source::Modelled(&p.id));
+            let svg = plot::modelled_vs_measured_svg(
+                &p.name,
+                base,
+                &cmp.workloads,
+                &cmp.targets,
+                &measured,
+                &modelled,
+            )
+            .map_err(plot_err(file))?;
+            out.push((file.clone(), svg));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `name` is a plot file this renderer makes (`ratios.svg`, `cdf-*.svg`,
+/// `modelled-vs-measured-*.svg`).
+fn is_our_plot(name: &str) -> bool {
+    name == "ratios.svg"
+        || (name.ends_with(".svg")
+            && (name.starts_with("cdf-") || name.starts_with("modelled-vs-measured-")))
+}
+
+/// Reads the comparison in `dir` and writes `dir/report.md` and `dir/plots/*.svg`. Plots of
+/// an earlier render that this one does not make (a workload or profile gone) are removed;
+/// other files in `plots/` are left alone.
+pub fn render_dir(dir: &Path) -> Result<Written, CompareError> {
+    let cmp = load(dir)?;
+    let files = render(&cmp)?;
+    let plots_dir = dir.join("plots");
+    fs::create_dir_all(&plots_dir).map_err(|source| CompareError::Io {
+        path: plots_dir.clone(),
+        source,
+    })?;
+    let mut written = Written {
+        report: dir.join("report.md"),
+        plots: Vec::new(),
+    };
+    for (rel, contents) in &files {
+        let path = dir.join(rel);
+        fs::write(&path, contents).map_err(|source| CompareError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if rel != "report.md" {
+            written.plots.push(path);
+        }
+    }
+    let entries = fs::read_dir(&plots_dir).map_err(|source| CompareError::Io {
+        path: plots_dir.clone(),
+        source,
+    })?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if is_our_plot(&name) && !written.plots.contains(&path) && path.is_file() {
+            fs::remove_file(&path).map_err(|source| CompareError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_file_parts() {
+        let names: Vec<String> = ["a b", "a_b", "c", "a_b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(unique_parts(&names), ["a_b", "a_b-2", "c", "a_b-3"]);
+    }
+
+    #[test]
+    fn our_plots() {
+        assert!(is_our_plot("ratios.svg"));
+        assert!(is_our_plot("cdf-seq-256k.svg"));
+        assert!(is_our_plot("modelled-vs-measured-st1000dm003.svg"));
+        assert!(!is_our_plot("mine.svg"));
+        assert!(!is_our_plot("cdf-notes.txt"));
+    }
+}

@@ -1,0 +1,492 @@
+//! `report.md`: the figures of a [`Comparison`] as Markdown tables.
+
+use std::fmt::Write as _;
+
+use super::format::{self, md};
+use super::layout::{Cell, Comparison, Profile, Run};
+use super::{plot_files, Source};
+use crate::run::report::RunReport;
+use crate::run::stats::KindReport;
+
+/// The figures of one workload on one target over its runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TargetFigures {
+    /// Runs counted (that succeeded, or that were modelled).
+    pub ok: usize,
+    /// Median, min and max of `total_elapsed_ns`.
+    pub total: Option<(f64, u64, u64)>,
+    /// Median of `wall_ns`.
+    pub wall: Option<f64>,
+    /// Median of `bw_bytes_per_sec`.
+    pub bw: Option<f64>,
+}
+
+/// The figures of `reports`.
+pub fn figures(reports: &[&RunReport]) -> TargetFigures {
+    let totals: Vec<u64> = reports.iter().map(|r| r.total_elapsed_ns).collect();
+    let walls: Vec<u64> = reports.iter().map(|r| r.wall_ns).collect();
+    let bws: Vec<f64> = reports.iter().map(|r| r.bw_bytes_per_sec).collect();
+    TargetFigures {
+        ok: reports.len(),
+        total: format::median_u64(&totals).map(|m| {
+            (
+                m,
+                totals.iter().copied().min().unwrap_or(0),
+                totals.iter().copied().max().unwrap_or(0),
+            )
+        }),
+        wall: format::median_u64(&walls),
+        bw: format::median(&bws),
+    }
+}
+
+/// Per workload and target, the median total elapsed / the baseline's (`None` where either
+/// has no runs, or the baseline's is 0).
+pub fn ratio_matrix(cmp: &Comparison, source: Source<'_>) -> Vec<Vec<Option<f64>>> {
+    let Some(base) = cmp.baseline() else {
+        return vec![Vec::new(); cmp.workloads.len()];
+    };
+    cmp.cells
+        .iter()
+        .map(|row| {
+            let median = |c: &Cell| figures(&source.reports(c)).total.map(|t| t.0);
+            let b = median(&row[base]).filter(|&b| b > 0.0);
+            row.iter().map(|c| Some(median(c)? / b?)).collect()
+        })
+        .collect()
+}
+
+/// The order kinds are shown in: Put, Embed, Get by size, Delete, DeleteRange, Sync, others
+/// by name, `overall` last.
+fn kind_key(kind: &str) -> (u8, u64, String) {
+    let sized = |prefix: &str| {
+        kind.strip_prefix(prefix)
+            .and_then(|s| s.strip_prefix('('))
+            .and_then(|s| s.strip_suffix(')'))
+            .and_then(|s| s.parse::<u64>().ok())
+    };
+    let (class, size) = if let Some(n) = sized("Put") {
+        (0, n)
+    } else if let Some(n) = sized("Embed") {
+        (1, n)
+    } else if let Some(n) = sized("Get") {
+        (2, n)
+    } else {
+        match kind {
+            "Delete" => (3, 0),
+            "DeleteRange" => (4, 0),
+            "Sync" => (5, 0),
+            "overall" => (7, 0),
+            _ => (6, 0),
+        }
+    };
+    (class, size, kind.to_string())
+}
+
+/// The per-kind table: for each kind and target, the medians over runs of the count, the
+/// percentiles and the max.
+fn kind_table(out: &mut String, targets: &[String], reports: &[Vec<&RunReport>]) {
+    let mut kinds: Vec<(u8, u64, String)> = Vec::new();
+    for rs in reports {
+        for r in rs {
+            for k in r.kinds.iter().chain(std::iter::once(&r.overall)) {
+                let key = kind_key(&k.kind);
+                if !kinds.contains(&key) {
+                    kinds.push(key);
+                }
+            }
+        }
+    }
+    kinds.sort();
+    if kinds.is_empty() {
+        out.push_str("No per-kind figures (no run succeeded).\n\n");
+        return;
+    }
+    out.push_str(
+        "| Kind | Target | count | p50 | p90 | p95 | p99 | p99.9 | max |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (_, _, kind) in &kinds {
+        for (t, rs) in targets.iter().zip(reports) {
+            let of: Vec<&KindReport> = rs
+                .iter()
+                .filter_map(|r| {
+                    if *kind == r.overall.kind {
+                        Some(&r.overall)
+                    } else {
+                        r.kinds.iter().find(|k| k.kind == *kind)
+                    }
+                })
+                .collect();
+            if of.is_empty() {
+                continue;
+            }
+            let med = |f: &dyn Fn(&KindReport) -> u64| {
+                format::median_u64(&of.iter().map(|k| f(k)).collect::<Vec<_>>()).expect("not empty")
+            };
+            let _ = write!(
+                out,
+                "| {} | {} | {} ",
+                md(kind),
+                md(t),
+                format::count(med(&|k| k.count))
+            );
+            for i in 0..5 {
+                let _ = write!(
+                    out,
+                    "| {} ",
+                    format::time(med(&|k| k.percentiles_ns.values()[i]))
+                );
+            }
+            let _ = writeln!(out, "| {} |", format::time(med(&|k| k.max_ns)));
+        }
+    }
+    out.push('\n');
+}
+
+/// `runs/<w>/<t>/<file>` as a Markdown link.
+fn run_link(w: &str, t: &str, file: &str) -> String {
+    format!(
+        "[{}]({})",
+        md(file),
+        format::link_path(&["runs", w, t, file])
+    )
+}
+
+/// The "runs ok" cell of the measured table.
+fn runs_cell(cmp: &Comparison, w: &str, t: &str, cell: &Cell) -> String {
+    let ok = cell.ok().len();
+    let mut s = format!("{ok}/{}", cmp.runs);
+    let mut notes = Vec::new();
+    for (i, run) in cell.runs.iter().enumerate() {
+        let k = i + 1;
+        match run {
+            Run::Ok(_) => {}
+            Run::Failed(_) => notes.push(format!(
+                "run {k} failed (see {})",
+                run_link(w, t, &format!("run-{k}.error"))
+            )),
+            Run::Missing => notes.push(format!("run {k}: —")),
+        }
+    }
+    if !notes.is_empty() {
+        let _ = write!(s, ": {}", notes.join("; "));
+    }
+    s
+}
+
+/// The summary table of ratios.
+fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
+    let ratios = ratio_matrix(cmp, source);
+    let base = cmp.baseline();
+    out.push_str("| Workload |");
+    for t in &cmp.targets {
+        let _ = write!(out, " {} |", md(t));
+    }
+    out.push_str("\n| --- |");
+    for _ in &cmp.targets {
+        out.push_str(" ---: |");
+    }
+    out.push('\n');
+    for (w, (name, row)) in cmp.workloads.iter().zip(&ratios).enumerate() {
+        let _ = write!(out, "| {} |", md(name));
+        for (t, r) in row.iter().enumerate() {
+            let cell = &cmp.cells[w][t];
+            let counted = source.reports(cell).len();
+            let mut text = if Some(t) == base && r.is_some() {
+                "1".to_string()
+            } else {
+                format::ratio(*r)
+            };
+            if r.is_some() && counted < cmp.runs {
+                let _ = write!(text, " ({counted}/{} runs)", cmp.runs);
+            }
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn baseline_words(cmp: &Comparison) -> (String, bool) {
+    match cmp.baseline() {
+        Some(b) => (cmp.targets[b].clone(), cmp.targets[b] == "minfs"),
+        None => ("minfs".to_string(), true),
+    }
+}
+
+fn header(out: &mut String, cmp: &Comparison) {
+    let m = &cmp.meta;
+    out.push_str("# minfs-bench comparison\n\n");
+    let mut facts = Vec::new();
+    if let Some(s) = m.scale {
+        facts.push(format!("scale {s}"));
+    }
+    facts.push(format!(
+        "{} run{} per workload and target",
+        cmp.runs,
+        if cmp.runs == 1 { "" } else { "s" }
+    ));
+    if let Some(b) = m.block_size {
+        facts.push(format!("block size {b} bytes"));
+    }
+    facts.push(match m.seed {
+        Some(s) => format!("seed {s}"),
+        None => "each workload's own seed".to_string(),
+    });
+    match (&m.device, m.sector_size) {
+        (Some(d), Some(s)) => facts.push(format!("device {} ({s}-byte sectors)", md(d))),
+        (Some(d), None) => facts.push(format!("device {}", md(d))),
+        (None, Some(s)) => facts.push(format!("{s}-byte sectors")),
+        (None, None) => {}
+    }
+    let mut first = facts.join(", ");
+    if let Some(c) = first.get(..1) {
+        first = c.to_uppercase() + &first[1..];
+    }
+    let _ = writeln!(out, "{first}.");
+    if cmp.has_setup {
+        out.push_str("How the runs were made: [SETUP.md](SETUP.md).\n\n");
+    } else {
+        out.push_str("(No SETUP.md in this directory.)\n\n");
+    }
+    let (base, is_minfs) = baseline_words(cmp);
+    let base = md(&base);
+    let _ = write!(
+        out,
+        "**Total elapsed** is the sum of the operation times of a run (`total_elapsed_ns` of its \
+         JSON report); the figure shown is the median over the runs that succeeded (the mean of \
+         the two middle ones for an even count), with the min–max over those runs. **Ratio** = a \
+         target's median total elapsed / {base}'s, so {base} = 1 and above 1 means slower than \
+         {base}."
+    );
+    if !is_minfs {
+        let _ = write!(
+            out,
+            " There is no `minfs` target, so the first target, {base}, is the baseline."
+        );
+    }
+    out.push_str(
+        " **MB/s** = payload bytes put and read / total elapsed (median over runs, MB = 10^6 \
+         bytes). **Wall** = the wall time of the run (median). Per kind, each figure is the \
+         median over runs of that run's value (percentiles from an HDR histogram with 3 \
+         significant digits). Times are shown with 3 significant digits.\n\n",
+    );
+}
+
+fn measured_workload(out: &mut String, cmp: &Comparison, w: usize, cdf: Option<&str>) {
+    let name = &cmp.workloads[w];
+    let ratios = ratio_matrix(cmp, Source::Measured);
+    let _ = writeln!(out, "## {}\n", md(name));
+    out.push_str(
+        "| Target | total elapsed, median (min–max) | ratio | MB/s | wall, median | runs ok |\n\
+         | --- | ---: | ---: | ---: | ---: | --- |\n",
+    );
+    let base = cmp.baseline();
+    let mut failures = Vec::new();
+    for (t, target) in cmp.targets.iter().enumerate() {
+        let cell = &cmp.cells[w][t];
+        let f = figures(&cell.ok());
+        let total = match f.total {
+            Some((m, lo, hi)) => format!(
+                "{} ({}–{})",
+                format::time(m),
+                format::time(lo as f64),
+                format::time(hi as f64)
+            ),
+            None => "—".to_string(),
+        };
+        let ratio = match ratios[w][t] {
+            Some(_) if Some(t) == base => "1".to_string(),
+            r => format::ratio(r),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {total} | {ratio} | {} | {} | {} |",
+            md(target),
+            format::mb_per_sec(f.bw),
+            format::opt_time(f.wall),
+            runs_cell(cmp, name, target, cell)
+        );
+        for (i, run) in cell.runs.iter().enumerate() {
+            if let Run::Failed(reason) = run {
+                failures.push(format!(
+                    "- {} run {}: {} ({})",
+                    md(target),
+                    i + 1,
+                    md(reason),
+                    run_link(name, target, &format!("run-{}.error", i + 1))
+                ));
+            }
+        }
+    }
+    out.push('\n');
+    if !failures.is_empty() {
+        out.push_str("Failed runs:\n\n");
+        for f in failures {
+            let _ = writeln!(out, "{f}");
+        }
+        out.push('\n');
+    }
+    out.push_str("Latency per kind of operation (median over runs):\n\n");
+    let reports: Vec<Vec<&RunReport>> = cmp.cells[w].iter().map(Cell::ok).collect();
+    kind_table(out, &cmp.targets, &reports);
+    match cdf {
+        Some(file) => {
+            let logs: usize = cmp.cells[w].iter().map(|c| c.oplogs).sum();
+            let _ = writeln!(
+                out,
+                "Latency CDF of all operations (end − start from the op-logs of the runs that \
+                 succeeded, pooled: {logs} op-log{}): [{file}]({file})\n\n![latency CDF of {}]({file})\n",
+                if logs == 1 { "" } else { "s" },
+                md(name)
+            );
+        }
+        None => out.push_str("No op-logs of runs that succeeded, so no latency CDF.\n\n"),
+    }
+}
+
+fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str) {
+    let source = Source::Modelled(&p.id);
+    let (base, _) = baseline_words(cmp);
+    let _ = writeln!(out, "# Modelled on {}\n", md(&p.name));
+    let _ = writeln!(
+        out,
+        "Modelled HDD times (profile `{}`): the block requests each run issued, replayed \
+         through the drive model of `docs/HDD-MODEL.md` (`run-<k>.model-{}.json`). The tables \
+         read as above, with modelled times; ratios are to {}'s modelled total. The \
+         **sequential limit** is the time the modelled drive needs to transfer the run's bytes \
+         in one sequential stream (median over runs); **total / limit** = median modelled \
+         total / that limit.\n",
+        md(&p.id),
+        md(&p.id),
+        md(&base)
+    );
+    out.push_str("## Summary: ratio of modelled total elapsed\n\n");
+    summary_table(out, cmp, source);
+    let _ = writeln!(
+        out,
+        "Measured vs modelled ratios: [{plot}]({plot})\n\n![measured vs modelled ratios]({plot})\n"
+    );
+    let ratios = ratio_matrix(cmp, source);
+    let base_idx = cmp.baseline();
+    for (w, name) in cmp.workloads.iter().enumerate() {
+        let _ = writeln!(out, "## {} (modelled)\n", md(name));
+        out.push_str(
+            "| Target | modelled total, median (min–max) | ratio | MB/s | sequential limit | \
+             total / limit | runs modelled |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        );
+        let mut reports = Vec::new();
+        for (t, target) in cmp.targets.iter().enumerate() {
+            let cell = &cmp.cells[w][t];
+            let modelled = cell.modelled(&p.id);
+            let rs: Vec<&RunReport> = modelled.iter().map(|m| &m.report).collect();
+            let f = figures(&rs);
+            let limits: Vec<u64> = modelled
+                .iter()
+                .filter_map(|m| m.model.sequential_limit_ns)
+                .collect();
+            let limit = format::median_u64(&limits);
+            let total = match f.total {
+                Some((m, lo, hi)) => format!(
+                    "{} ({}–{})",
+                    format::time(m),
+                    format::time(lo as f64),
+                    format::time(hi as f64)
+                ),
+                None => "—".to_string(),
+            };
+            let ratio = match ratios[w][t] {
+                Some(_) if Some(t) == base_idx => "1".to_string(),
+                r => format::ratio(r),
+            };
+            let over = match (f.total, limit) {
+                (Some((m, _, _)), Some(l)) if l > 0.0 => Some(m / l),
+                _ => None,
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {total} | {ratio} | {} | {} | {} | {}/{} |",
+                md(target),
+                format::mb_per_sec(f.bw),
+                format::opt_time(limit),
+                format::ratio(over),
+                rs.len(),
+                cmp.runs
+            );
+            reports.push(rs);
+        }
+        out.push_str("\nModelled latency per kind of operation (median over runs):\n\n");
+        kind_table(out, &cmp.targets, &reports);
+    }
+}
+
+/// The whole `report.md`.
+pub fn markdown(cmp: &Comparison) -> String {
+    let files = plot_files(cmp);
+    let mut out = String::new();
+    header(&mut out, cmp);
+    let (base, _) = baseline_words(cmp);
+    let _ = writeln!(out, "## Summary: ratio of total elapsed to {}\n", md(&base));
+    if cmp.targets.is_empty() || cmp.workloads.is_empty() {
+        out.push_str("No runs found under `runs/`.\n\n");
+    } else {
+        summary_table(&mut out, cmp, Source::Measured);
+        let _ = writeln!(
+            out,
+            "Ratios by workload: [{0}]({0})\n\n![ratios]({0})\n",
+            files.ratios
+        );
+    }
+    for w in 0..cmp.workloads.len() {
+        measured_workload(&mut out, cmp, w, files.cdf[w].as_deref());
+    }
+    for (p, plot) in cmp.profiles.iter().zip(&files.modelled) {
+        modelled_section(&mut out, cmp, p, plot);
+    }
+    // One trailing newline.
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_sort_like_the_run_report() {
+        let mut k: Vec<_> = [
+            "overall",
+            "Sync",
+            "Get(4096)",
+            "Put(1048576)",
+            "Put(4096)",
+            "Embed(512)",
+            "DeleteRange",
+            "Delete",
+            "Weird",
+        ]
+        .iter()
+        .map(|s| kind_key(s))
+        .collect();
+        k.sort();
+        let names: Vec<&str> = k.iter().map(|k| k.2.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "Put(4096)",
+                "Put(1048576)",
+                "Embed(512)",
+                "Get(4096)",
+                "Delete",
+                "DeleteRange",
+                "Sync",
+                "Weird",
+                "overall"
+            ]
+        );
+    }
+}

@@ -1,0 +1,829 @@
+//! The service-time model of one drive (`docs/HDD-MODEL.md`): a platter turning at a fixed
+//! speed, a head that seeks, zoned transfer rates, a 512e read-modify-write penalty, a
+//! write-back cache destaged in the background, read look-ahead and a per-command overhead.
+//!
+//! Addresses are 512-byte sectors (the trace's units); times are nanoseconds as `f64` on the
+//! model's own clock (the replay starts it at 0). Only `+ − × ÷`, `sqrt`, `floor` and
+//! `rem_euclid` are used, so results are the same on every IEEE 754 machine.
+//!
+//! # Geometry
+//! - Zoned rate: R(u) = R_out·√(1 − u·(1 − k²)), u = byte offset / capacity, k = R_in/R_out.
+//! - Revolutions: F(b) = ∫₀ᵇ dx / (R(x/C)·T) = 2b / (R_out·T·(1 + √(1 − (1 − k²)·b/C))), the
+//!   number of revolutions the media needs to pass the first b bytes. Transferring
+//!   `[b₁, b₂)` takes (F(b₂) − F(b₁))·T, which is the integral of 1/R(u) — so a long transfer
+//!   streams at R(u).
+//! - Tracks and angles: the track of byte b is ⌊F(b)⌋ (one revolution's worth of data at that
+//!   zone: a continuous version of "linear LBA-to-cylinder map within zones", with perfect
+//!   track skew), its angle frac(F(b)); the platter's angle at time t is frac(t/T). A transfer
+//!   can begin when the platter's angle equals the first sector's.
+//! - Seek: distance x = |Δtrack| / ⌊F(C)⌋ of the full stroke; t(x) = t0 + A·x + B·√x for a
+//!   different track, 0 on the same track; separate curves for reads and writes
+//!   ([`SeekCurve::solve`](super::profile::SeekCurve::solve)).
+//!
+//! # Commands (one at a time, each paying the command overhead `o` first)
+//! - **Write**: the data goes into the cache at the interface rate and the command completes
+//!   — after waiting for room if the dirty data would exceed the cache (the media destages
+//!   meanwhile). With a preflush (`F` before `W`) the cache is drained first; with FUA the
+//!   command completes only when the cache is empty (as for a flush).
+//! - **Flush**: completes when every dirty sector is on the media.
+//! - **Read**: if every sector is in the cache (dirty, destaged, read or read ahead), it
+//!   completes at the interface rate. Otherwise the media reads the span from the first to the
+//!   last missing sector: background work stops, the head seeks (read curve), waits for the
+//!   sector, transfers at R(u); the data read stays in the cache as clean data. Afterwards,
+//!   if nothing is dirty, the drive reads ahead from where the read ended while it is idle,
+//!   up to `readahead_bytes` (a later read that continues the stream finds the data there, or
+//!   the head still streaming towards it).
+//! - **Discard / other** (`D`, `N` — write-zeroes prints as `N`): the command overhead only
+//!   (a desktop HDD has no TRIM; write-zeroes is rare in these traces).
+//!
+//! # Background destage
+//! Whenever the media has nothing else to do and dirty data exists — from the moment a write
+//! is in the cache — it writes the next dirty run (a maximal range of contiguous dirty
+//! sectors) in elevator order (C-SCAN from the head): seek (write curve), rotational wait,
+//! transfer. Host writes into the cache go on meanwhile (the interface and the media work in
+//! parallel); data that extends the run being written is picked up by the next run, which
+//! then starts exactly under the head (no wait). A read that needs the media stops a destage
+//! run where it has got to (whole physical sectors); the rest stays dirty.
+//!
+//! # 512e
+//! The media writes whole physical sectors. A destage run that begins or ends inside a
+//! physical sector whose other part is not in the cache must read that sector first: one
+//! extra revolution for the run (the read and the write pass), charged when the run starts
+//! (again if a read stops it and it starts anew). Runs that start and end on
+//! physical-sector boundaries, or whose neighbouring data is cached (written, destaged or
+//! read recently), cost nothing extra. With 4096-byte logical sectors (4Kn) a request that is
+//! not 4096-byte aligned cannot be sent to the drive: it is rounded out to whole sectors and
+//! counted as misaligned, never penalised.
+
+use serde::Serialize;
+
+use super::cache::Cache;
+use super::profile::{Profile, SeekCurve};
+use super::trace::ReqOp;
+
+/// One request as the drive sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriveRequest {
+    /// What it does.
+    pub op: ReqOp,
+    /// First sector (512-byte units).
+    pub sector: u64,
+    /// Sectors (512-byte units).
+    pub sectors: u64,
+    /// Flush the cache before it.
+    pub preflush: bool,
+    /// Forced unit access: complete only when on the media.
+    pub fua: bool,
+}
+
+/// What the drive did, summed over the requests so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DriveStats {
+    /// Reads served from the cache.
+    pub cache_read_hits: u64,
+    /// Reads that needed the media.
+    pub media_reads: u64,
+    /// Their seek time (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub read_seek_ns: f64,
+    /// Their rotational wait (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub read_rotation_ns: f64,
+    /// Their media transfer time (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub read_transfer_ns: f64,
+    /// Destage runs started (a run cut by a read counts once per start).
+    pub destage_runs: u64,
+    /// Sectors destaged.
+    pub destaged_sectors: u64,
+    /// Seek time of destage runs (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub destage_seek_ns: f64,
+    /// Rotational wait of destage runs (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub destage_rotation_ns: f64,
+    /// 512e read-modify-writes (each one extra revolution).
+    pub rmw_penalties: u64,
+    /// Time they cost (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub rmw_ns: f64,
+    /// Writes that had to wait for room in the cache.
+    pub cache_full_waits: u64,
+    /// How long they waited (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub cache_full_wait_ns: f64,
+    /// Flushes (including preflushes and FUA writes) that found dirty data.
+    pub flushes_with_dirty_data: u64,
+    /// Time flushes waited for the destage (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub flush_wait_ns: f64,
+    /// Requests rounded out to whole logical sectors (only with sectors over 512 bytes).
+    pub misaligned_requests: u64,
+    /// Sectors read ahead into the cache.
+    pub readahead_sectors: u64,
+    /// Time the media worked for reads and destage runs (seek, rotational wait, 512e
+    /// revolutions, transfer; read look-ahead not included) (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub media_busy_ns: f64,
+}
+
+fn round_ns<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_i64(v.round() as i64)
+}
+
+/// The zoned geometry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Geometry {
+    /// One revolution (ns).
+    pub(crate) t_rev: f64,
+    cap_bytes: f64,
+    /// 1 − k².
+    a: f64,
+    /// R_out·T: bytes per revolution at the outer edge.
+    outer_rev_bytes: f64,
+    /// ⌊F(C)⌋: tracks over the full stroke.
+    tracks: f64,
+}
+
+impl Geometry {
+    pub(crate) fn new(p: &Profile) -> Geometry {
+        let t_rev = p.revolution_ns();
+        let k = p.inner_outer_rate_ratio;
+        let mut g = Geometry {
+            t_rev,
+            cap_bytes: p.capacity_bytes as f64,
+            a: 1.0 - k * k,
+            outer_rev_bytes: p.outer_rate_bytes_per_sec * t_rev / 1e9,
+            tracks: 1.0,
+        };
+        g.tracks = g.revs(g.cap_bytes).floor().max(1.0);
+        g
+    }
+
+    /// F(b): revolutions to pass the first `b` bytes.
+    pub(crate) fn revs(&self, b: f64) -> f64 {
+        let e = (self.a * b / self.cap_bytes).min(1.0);
+        2.0 * b / (self.outer_rev_bytes * (1.0 + (1.0 - e).sqrt()))
+    }
+
+    /// The inverse of [`revs`](Self::revs).
+    pub(crate) fn bytes_at(&self, revs: f64) -> f64 {
+        // z = y·a·R·T/(2C); b = C·z·(2 − z)/a = y·R·T·(2 − z)/2.
+        let z = revs * self.a * self.outer_rev_bytes / (2.0 * self.cap_bytes);
+        revs * self.outer_rev_bytes * (2.0 - z) / 2.0
+    }
+
+    /// The rate at byte `b` (bytes/s).
+    pub(crate) fn rate_at(&self, b: f64) -> f64 {
+        self.outer_rev_bytes / self.t_rev * 1e9 * (1.0 - self.a * b / self.cap_bytes).sqrt()
+    }
+
+    fn sector_revs(&self, s: u64) -> f64 {
+        self.revs(s as f64 * 512.0)
+    }
+
+    /// Time to transfer sectors `[a, b)`.
+    pub(crate) fn transfer_ns(&self, a: u64, b: u64) -> f64 {
+        (self.sector_revs(b) - self.sector_revs(a)) * self.t_rev
+    }
+
+    fn track(&self, s: u64) -> f64 {
+        self.sector_revs(s).floor()
+    }
+
+    /// The seek distance from sector `from` to `to`, as a fraction of the stroke.
+    pub(crate) fn seek_fraction(&self, from: u64, to: u64) -> f64 {
+        ((self.track(to) - self.track(from)).abs() / self.tracks).min(1.0)
+    }
+
+    /// The wait at time `t` until sector `s` comes under the head.
+    pub(crate) fn rotational_wait(&self, t: f64, s: u64) -> f64 {
+        let w = (self.sector_revs(s) - t / self.t_rev).rem_euclid(1.0);
+        // Exactly under the head (a stream continuing where it stopped), up to rounding.
+        if !(1e-9..=1.0 - 1e-6).contains(&w) {
+            0.0
+        } else {
+            w * self.t_rev
+        }
+    }
+
+    /// The sector reached at time `t` by a transfer that began at sector `from` at time
+    /// `t0` (not rounded to any sector size), clamped to `limit`.
+    fn reached(&self, from: u64, t0: f64, t: f64, limit: u64) -> u64 {
+        if t <= t0 {
+            return from;
+        }
+        let r = self.sector_revs(from) + (t - t0) / self.t_rev;
+        // A hair of slack so that the time computed for sector s gives back s.
+        let s = (self.bytes_at(r) / 512.0 + 1e-6).floor();
+        if s >= limit as f64 {
+            limit
+        } else {
+            (s as u64).clamp(from, limit)
+        }
+    }
+}
+
+/// A destage run in progress.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    /// The next sector it writes (advanced as it goes).
+    a: u64,
+    /// Its end.
+    b: u64,
+    /// Where the head was when it began.
+    origin: u64,
+    /// When it began.
+    began: f64,
+    /// When the seek ends.
+    seek_end: f64,
+    /// When sector `a` passes under the head.
+    xfer_start: f64,
+    /// When it ends.
+    end: f64,
+    /// The head partial sector needed reading (so it is in the cache once written).
+    rmw_head: Option<(u64, u64)>,
+    /// The tail partial sector needed reading.
+    rmw_tail: Option<(u64, u64)>,
+}
+
+/// Read look-ahead in progress: streaming from `from` (passing under the head at `t0`) up
+/// to `limit`.
+#[derive(Debug, Clone, Copy)]
+struct Prefetch {
+    from: u64,
+    t0: f64,
+    limit: u64,
+}
+
+/// The drive.
+#[derive(Debug, Clone)]
+pub struct Drive {
+    g: Geometry,
+    read_seek: SeekCurve,
+    write_seek: SeekCurve,
+    overhead: f64,
+    /// Interface: ns per byte.
+    iface_ns_per_byte: f64,
+    readahead: u64,
+    /// Logical and physical sector sizes in 512-byte units.
+    logical: u64,
+    physical: u64,
+    capacity_sectors: u64,
+    cache: Cache,
+    /// The head's position (a sector on its track).
+    head: u64,
+    /// When the media is next free for background work.
+    media_free: f64,
+    step: Option<Step>,
+    prefetch: Option<Prefetch>,
+    /// Model time of the last command (commands must not go back in time).
+    last_start: f64,
+    stats: DriveStats,
+}
+
+impl Drive {
+    /// An idle drive with an empty cache, the head at sector 0.
+    pub fn new(p: &Profile) -> Drive {
+        Drive {
+            g: Geometry::new(p),
+            read_seek: p.read_seek(),
+            write_seek: p.write_seek(),
+            overhead: p.command_overhead_ns,
+            iface_ns_per_byte: 1e9 / p.interface_bytes_per_sec,
+            readahead: p.readahead_bytes / 512,
+            logical: u64::from(p.logical_sector_bytes / 512),
+            physical: u64::from(p.physical_sector_bytes / 512),
+            capacity_sectors: p.capacity_bytes / 512,
+            cache: Cache::new(p.cache_bytes / 512),
+            head: 0,
+            media_free: 0.0,
+            step: None,
+            prefetch: None,
+            last_start: f64::NEG_INFINITY,
+            stats: DriveStats::default(),
+        }
+    }
+
+    /// What the drive did so far.
+    pub fn stats(&self) -> &DriveStats {
+        &self.stats
+    }
+
+    /// Dirty sectors in the cache.
+    pub fn dirty_sectors(&self) -> u64 {
+        self.cache.dirty()
+    }
+
+    /// Capacity in 512-byte sectors.
+    pub fn capacity_sectors(&self) -> u64 {
+        self.capacity_sectors
+    }
+
+    /// One revolution (ns).
+    pub fn revolution_ns(&self) -> f64 {
+        self.g.t_rev
+    }
+
+    /// The media rate at sector `s` (bytes/s).
+    pub fn rate_at_sector(&self, s: u64) -> f64 {
+        self.g.rate_at(s as f64 * 512.0)
+    }
+
+    /// The sector at fraction `x` (0–1) of the full stroke (positions uniform in `x` are
+    /// what the average seek figures average over).
+    pub fn sector_at_stroke(&self, x: f64) -> u64 {
+        let revs = x.clamp(0.0, 1.0) * self.g.tracks;
+        ((self.g.bytes_at(revs) / 512.0) as u64).min(self.capacity_sectors - 1)
+    }
+
+    /// The time to transfer sectors `[a, b)` as one stream (no seek, no wait).
+    pub fn stream_ns(&self, a: u64, b: u64) -> f64 {
+        self.g.transfer_ns(a, b.min(self.capacity_sectors))
+    }
+
+    /// Serves `req`, which the host sends at `start` (ns, model clock, not earlier than the
+    /// previous command's start); returns when it completes. The request must lie within
+    /// the drive's capacity (the replay checks).
+    pub fn submit(&mut self, req: &DriveRequest, start: f64) -> f64 {
+        debug_assert!(start >= self.last_start, "commands go forward in time");
+        self.last_start = start;
+        let (a, b) = self.round_out(req.sector, req.sectors);
+        let ts = start + self.overhead;
+        match req.op {
+            ReqOp::Read if b > a => self.read(a, b, ts),
+            ReqOp::Write if b > a => {
+                let mut t = ts;
+                if req.preflush {
+                    t = self.drain(t);
+                }
+                t = self.write(a, b, t);
+                if req.fua {
+                    t = self.drain(t);
+                }
+                t
+            }
+            ReqOp::Flush | ReqOp::Write | ReqOp::Read => {
+                if req.preflush || req.fua || req.op == ReqOp::Flush {
+                    self.drain(ts)
+                } else {
+                    ts
+                }
+            }
+            ReqOp::Discard | ReqOp::Other => {
+                if req.preflush {
+                    self.drain(ts)
+                } else {
+                    ts
+                }
+            }
+        }
+    }
+
+    fn round_out(&mut self, sector: u64, sectors: u64) -> (u64, u64) {
+        let l = self.logical;
+        let a = sector / l * l;
+        let b = (sector + sectors).div_ceil(l) * l;
+        if (a, b) != (sector, sector + sectors) {
+            self.stats.misaligned_requests += 1;
+        }
+        (a, b.min(self.capacity_sectors))
+    }
+
+    // ---- reads ----
+
+    fn read(&mut self, a: u64, b: u64, ts: f64) -> f64 {
+        self.advance(ts);
+        self.materialize_prefetch(ts);
+        let iface = (b - a) as f64 * 512.0 * self.iface_ns_per_byte;
+        let Some((m0, m1)) = self.cache.uncovered_span(a, b) else {
+            self.stats.cache_read_hits += 1;
+            self.extend_prefetch(ts, b);
+            return ts + iface;
+        };
+        self.stats.media_reads += 1;
+        let xfer = self.g.transfer_ns(m0, m1);
+        self.stats.read_transfer_ns += xfer;
+        let end = match self.prefetch {
+            // The look-ahead is streaming towards (or just past) the first missing sector:
+            // the head goes on reading, no seek and no wait.
+            Some(pf) if pf.from < pf.limit && pf.from <= m0 && m0 <= pf.limit => {
+                self.prefetch = None;
+                self.cache.fill(pf.from, m0);
+                self.stats.media_busy_ns += xfer;
+                pf.t0 + self.g.transfer_ns(pf.from, m0) + xfer
+            }
+            _ => {
+                // The media is needed: stop background work where it is.
+                self.preempt(ts);
+                let seek = self.read_seek.time(self.g.seek_fraction(self.head, m0));
+                let arrive = ts + seek;
+                let rot = self.g.rotational_wait(arrive, m0);
+                self.stats.read_seek_ns += seek;
+                self.stats.read_rotation_ns += rot;
+                self.stats.media_busy_ns += seek + rot + xfer;
+                arrive + rot + xfer
+            }
+        };
+        self.head = m1;
+        self.media_free = end;
+        self.cache.fill(m0, m1);
+        if self.readahead > 0 && self.cache.dirty() == 0 && m1 < self.capacity_sectors {
+            self.prefetch = Some(Prefetch {
+                from: m1,
+                t0: end,
+                limit: (b + self.readahead).min(self.capacity_sectors),
+            });
+        }
+        end.max(ts + iface)
+    }
+
+    /// Moves what the look-ahead has read by `t` into the cache (it goes on).
+    fn materialize_prefetch(&mut self, t: f64) {
+        let Some(pf) = self.prefetch else { return };
+        let reached = self.g.reached(pf.from, pf.t0, t, pf.limit);
+        // Whole physical sectors only (unless stopped at the limit).
+        let reached = if reached == pf.limit {
+            reached
+        } else {
+            (reached / self.physical * self.physical).max(pf.from)
+        };
+        if reached > pf.from {
+            self.cache.fill(pf.from, reached);
+            self.stats.readahead_sectors += reached - pf.from;
+            let t_reached = pf.t0 + self.g.transfer_ns(pf.from, reached);
+            self.prefetch = Some(Prefetch {
+                from: reached,
+                t0: t_reached,
+                limit: pf.limit,
+            });
+            self.head = reached;
+        }
+    }
+
+    /// A read hit up to `b`: keep reading ahead `readahead` beyond it.
+    fn extend_prefetch(&mut self, t: f64, b: u64) {
+        let Some(pf) = self.prefetch.as_mut() else {
+            return;
+        };
+        let limit = (b + self.readahead).min(self.capacity_sectors);
+        if limit <= pf.limit || b + self.readahead < pf.from {
+            return;
+        }
+        if pf.from == pf.limit {
+            // It had stopped at its limit: resume when that sector comes round again.
+            pf.t0 = t + self.g.rotational_wait(t, pf.from);
+        }
+        pf.limit = limit;
+    }
+
+    /// Stops the look-ahead at `t` (its data so far stays in the cache).
+    fn stop_prefetch(&mut self, t: f64) {
+        if self.prefetch.is_some() {
+            self.materialize_prefetch(t);
+            if let Some(pf) = self.prefetch.take() {
+                self.head = pf.from;
+            }
+            self.media_free = self.media_free.max(t);
+        }
+    }
+
+    // ---- writes and the destage ----
+
+    fn write(&mut self, a: u64, b: u64, ts: f64) -> f64 {
+        self.advance(ts);
+        let n = b - a;
+        let iface = n as f64 * 512.0 * self.iface_ns_per_byte;
+        let mut ready = ts;
+        let cap = self.cache.capacity();
+        if self.cache.dirty() > 0 && self.cache.dirty() + n > cap {
+            ready = self.destage_until(ts, cap.saturating_sub(n));
+            self.stats.cache_full_waits += 1;
+            self.stats.cache_full_wait_ns += ready - ts;
+        }
+        let done = (ts + iface).max(ready);
+        self.advance(done);
+        // The data of a run in progress written so far is on the media; the rest is written
+        // from the cache, so it will carry this write's data.
+        self.progress(done);
+        self.stop_prefetch(done);
+        let need = self.cache.new_sectors(a, b);
+        self.cache.make_room(need, Some((a, b)));
+        self.cache.write(a, b);
+        if self.step.is_none() {
+            self.media_free = self.media_free.max(done);
+        }
+        done
+    }
+
+    /// Completes when nothing is dirty; the media works from `ts` (or from where it is).
+    fn drain(&mut self, ts: f64) -> f64 {
+        self.advance(ts);
+        if self.cache.dirty() == 0 && self.step.is_none() {
+            return ts;
+        }
+        self.stats.flushes_with_dirty_data += 1;
+        let mut t = ts;
+        loop {
+            if let Some(step) = self.step {
+                self.finish_step(step);
+                t = t.max(step.end);
+                continue;
+            }
+            if self.cache.dirty() == 0 {
+                break;
+            }
+            let at = self.media_free.max(ts);
+            self.start_step(at);
+        }
+        self.stats.flush_wait_ns += t - ts;
+        t
+    }
+
+    /// Destages until at most `target` sectors are dirty; returns when.
+    fn destage_until(&mut self, ts: f64, target: u64) -> f64 {
+        let mut t = ts;
+        while self.cache.dirty() > target {
+            let step = match self.step {
+                Some(s) => s,
+                None => {
+                    let at = self.media_free.max(ts);
+                    self.start_step(at);
+                    self.step.expect("dirty data gives a step")
+                }
+            };
+            let excess = self.cache.dirty() - target;
+            let left = step.b - step.a;
+            if excess >= left {
+                self.finish_step(step);
+                t = t.max(step.end);
+            } else {
+                // Partway through this run: round up to a physical sector.
+                let p = self.physical;
+                let q = (step.a + excess).div_ceil(p) * p;
+                let q = q.min(step.b);
+                let when = step.xfer_start + self.g.transfer_ns(step.a, q);
+                self.progress(when);
+                t = t.max(when);
+                if self.cache.dirty() > target {
+                    // Rounding left a little: finish the run.
+                    if let Some(s) = self.step {
+                        self.finish_step(s);
+                        t = t.max(s.end);
+                    }
+                }
+            }
+        }
+        t
+    }
+
+    /// Background work up to `t`: finishes runs that end by then and starts the next ones.
+    fn advance(&mut self, t: f64) {
+        loop {
+            if let Some(step) = self.step {
+                if step.end <= t {
+                    self.finish_step(step);
+                    continue;
+                }
+                return;
+            }
+            if self.cache.dirty() == 0 || self.media_free >= t {
+                return;
+            }
+            let at = self.media_free;
+            self.start_step(at);
+        }
+    }
+
+    /// Starts a destage run at `at` (the media is free then and something is dirty).
+    fn start_step(&mut self, at: f64) {
+        self.stop_prefetch(at);
+        let at = at.max(self.media_free);
+        let (a, b) = self
+            .cache
+            .next_dirty_run(self.head)
+            .expect("start_step needs dirty data");
+        let seek = self.write_seek.time(self.g.seek_fraction(self.head, a));
+        let seek_end = at + seek;
+        let rot = self.g.rotational_wait(seek_end, a);
+        let p = self.physical;
+        let rmw_head = (a % p != 0)
+            .then(|| (a - a % p, a))
+            .filter(|&(s, e)| !self.cache.covered(s, e));
+        let rmw_tail = (b % p != 0)
+            .then(|| (b, (b - b % p + p).min(self.capacity_sectors)))
+            .filter(|&(s, e)| s < e && !self.cache.covered(s, e));
+        let mut xfer_start = seek_end + rot;
+        if rmw_head.is_some() || rmw_tail.is_some() {
+            // Read the partial physical sector(s) on one pass, write on the next.
+            xfer_start += self.g.t_rev;
+            self.stats.rmw_penalties += 1;
+            self.stats.rmw_ns += self.g.t_rev;
+        }
+        let end = xfer_start + self.g.transfer_ns(a, b);
+        self.stats.destage_runs += 1;
+        self.stats.destage_seek_ns += seek;
+        self.stats.destage_rotation_ns += rot;
+        self.step = Some(Step {
+            a,
+            b,
+            origin: self.head,
+            began: at,
+            seek_end,
+            xfer_start,
+            end,
+            rmw_head,
+            rmw_tail,
+        });
+    }
+
+    fn finish_step(&mut self, step: Step) {
+        self.fill_rmw(&step);
+        self.cache.destaged(step.a, step.b);
+        self.stats.destaged_sectors += step.b - step.a;
+        self.stats.media_busy_ns += step.end - step.began;
+        self.head = step.b;
+        self.media_free = step.end;
+        self.step = None;
+    }
+
+    fn fill_rmw(&mut self, step: &Step) {
+        for (s, e) in [step.rmw_head, step.rmw_tail].into_iter().flatten() {
+            self.cache.fill(s, e);
+        }
+    }
+
+    /// Records what the run in progress has written by `t` (whole physical sectors); the
+    /// run goes on.
+    fn progress(&mut self, t: f64) {
+        let Some(mut step) = self.step else { return };
+        if t <= step.xfer_start {
+            return;
+        }
+        let reached = self.g.reached(step.a, step.xfer_start, t, step.b);
+        let p = self.physical;
+        let q = if reached == step.b {
+            reached
+        } else {
+            (reached / p * p).max(step.a)
+        };
+        if q == step.a {
+            return;
+        }
+        self.fill_rmw(&step);
+        step.rmw_head = None;
+        self.cache.destaged(step.a, q);
+        self.stats.destaged_sectors += q - step.a;
+        step.xfer_start += self.g.transfer_ns(step.a, q);
+        step.a = q;
+        self.head = q;
+        if q == step.b {
+            self.fill_rmw(&step);
+            self.stats.media_busy_ns += step.end - step.began;
+            self.media_free = step.end;
+            self.step = None;
+        } else {
+            self.step = Some(step);
+        }
+    }
+
+    /// A command needs the media at `t`: the run in progress stops where it has got to, the
+    /// look-ahead stops.
+    fn preempt(&mut self, t: f64) {
+        self.stop_prefetch(t);
+        if let Some(step) = self.step {
+            self.progress(t);
+            if let Some(rest) = self.step.take() {
+                self.stats.media_busy_ns += (t - step.began).max(0.0);
+                // Not finished: the rest stays dirty. The head is on the run's track once
+                // the seek is over, else still where it was.
+                self.head = if t >= step.seek_end {
+                    rest.a
+                } else {
+                    step.origin
+                };
+            }
+        }
+        self.media_free = t;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn profile(name: &str) -> Profile {
+        Profile::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("profiles")
+                .join(format!("{name}.toml")),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn geometry() {
+        let p = profile("st1000dm003");
+        let g = Geometry::new(&p);
+        // F and its inverse.
+        for b in [0.0, 512.0, 1e6, 3.3e11, 9.99e11, p.capacity_bytes as f64] {
+            let r = g.revs(b);
+            assert!((g.bytes_at(r) - b).abs() <= 1e-6 * b.max(1.0), "{b}");
+        }
+        // dF/db = 1/(R(u)·T) at a few places.
+        for u in [0.0, 0.5, 0.98] {
+            let b = u * p.capacity_bytes as f64;
+            let db = 1e6;
+            let slope = (g.revs(b + db) - g.revs(b)) / db;
+            let want = 1.0 / (g.rate_at(b + db / 2.0) * g.t_rev / 1e9);
+            assert!(
+                (slope / want - 1.0).abs() < 1e-6,
+                "u = {u}: {slope} vs {want}"
+            );
+        }
+        assert!((g.rate_at(0.0) - 210e6).abs() < 1.0);
+        assert!((g.rate_at(p.capacity_bytes as f64) - 105e6).abs() < 1.0);
+        // About 1.75 MB per revolution at the outer edge, 760k tracks.
+        assert!((g.tracks - 762_000.0).abs() < 2000.0, "{}", g.tracks);
+        // Waits are in [0, T).
+        for s in [0u64, 1, 1000, 123_456_789] {
+            for t in [0.0, 1.0, 12_345_678.9, 1e12] {
+                let w = g.rotational_wait(t, s);
+                assert!((0.0..g.t_rev).contains(&w));
+            }
+        }
+    }
+
+    fn w(sector: u64, sectors: u64) -> DriveRequest {
+        DriveRequest {
+            op: ReqOp::Write,
+            sector,
+            sectors,
+            preflush: false,
+            fua: false,
+        }
+    }
+
+    fn r(sector: u64, sectors: u64) -> DriveRequest {
+        DriveRequest {
+            op: ReqOp::Read,
+            ..w(sector, sectors)
+        }
+    }
+
+    fn flush() -> DriveRequest {
+        DriveRequest {
+            op: ReqOp::Flush,
+            ..w(0, 0)
+        }
+    }
+
+    #[test]
+    fn cached_write_then_flush() {
+        let p = profile("st1000dm003");
+        let mut d = Drive::new(&p);
+        let done = d.submit(&w(0, 512), 0.0);
+        // Overhead + 256 KiB at 600 MB/s.
+        let want = 100_000.0 + 262_144.0 / 600e6 * 1e9;
+        assert!((done - want).abs() < 1.0, "{done}");
+        assert_eq!(d.dirty_sectors(), 512);
+        let f = d.submit(&flush(), done);
+        assert_eq!(d.dirty_sectors(), 0);
+        // The destage began when the data was in; it ended within a seek (none: head at 0),
+        // a revolution and the transfer.
+        let xfer = d.stream_ns(0, 512);
+        assert!(
+            f > done && f <= done + d.revolution_ns() + xfer + 100_001.0,
+            "{f}"
+        );
+        // An empty cache: a flush is the overhead.
+        assert_eq!(d.submit(&flush(), f), f + 100_000.0);
+    }
+
+    #[test]
+    fn background_destage_empties_the_cache_while_idle() {
+        let p = profile("st1000dm003");
+        let mut d = Drive::new(&p);
+        let mut t = 0.0;
+        for i in 0..64u64 {
+            t = d.submit(&w(i * 2048, 2048), t);
+        }
+        assert!(d.dirty_sectors() > 0);
+        // A second later everything is on the media: the flush is the overhead only.
+        let f = d.submit(&flush(), t + 1e9);
+        assert_eq!(f, t + 1e9 + 100_000.0);
+        assert_eq!(d.dirty_sectors(), 0);
+        assert_eq!(d.stats().destaged_sectors, 64 * 2048);
+    }
+
+    #[test]
+    fn reads_hit_what_was_written() {
+        let p = profile("st1000dm003");
+        let mut d = Drive::new(&p);
+        let t = d.submit(&w(1000, 64), 0.0);
+        let done = d.submit(&r(1000, 64), t);
+        assert_eq!(d.stats().cache_read_hits, 1);
+        assert!((done - t - 100_000.0 - 32_768.0 / 0.6).abs() < 1.0);
+    }
+}

@@ -1,0 +1,696 @@
+//! Drive profiles: every parameter of the HDD model in one TOML file, each with its source.
+//!
+//! ```toml
+//! name = "Seagate Barracuda 7200.14 ST1000DM003 (1 TB, 7200 rpm, 512e)"
+//!
+//! [rpm]
+//! value = 7200
+//! source = "Seagate Barracuda 7200.14 product manual: spindle speed 7200 RPM"
+//! ```
+//!
+//! Every parameter is a table `{ value, source }`; `source` says where the figure comes from
+//! (a data sheet, or "estimate"). The parameters, their units and what they mean are listed
+//! in [`Profile`] and in `profiles/README.md`. A profile is validated when it is read: every
+//! value positive and finite (the read look-ahead may be 0, which turns it off), the sector
+//! sizes powers of two of at least 512 bytes with physical ≥ logical, the capacity a whole
+//! number of physical sectors, the inner/outer rate ratio at most 1, and the seek figures such
+//! that the seek curve is increasing (see [`SeekCurve::solve`]). An error names the file, the
+//! field and the value.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A validated drive profile. Times are nanoseconds, rates bytes per second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The file stem the profile was read from (`st1000dm003`), or what the caller named it.
+    pub stem: String,
+    /// A name for people (`name = "…"`).
+    pub name: String,
+    /// Bytes the drive holds (`capacity_bytes`).
+    pub capacity_bytes: u64,
+    /// Logical sector size in bytes (`logical_sector_bytes`): the unit of addressing.
+    pub logical_sector_bytes: u32,
+    /// Physical sector size in bytes (`physical_sector_bytes`): the unit the media writes.
+    pub physical_sector_bytes: u32,
+    /// Spindle speed (`rpm`).
+    pub rpm: f64,
+    /// Media transfer rate at the outer edge (`outer_rate_mb_per_s`, MB = 10^6 bytes).
+    pub outer_rate_bytes_per_sec: f64,
+    /// Inner-edge rate as a fraction of the outer one (`inner_outer_rate_ratio`, k).
+    pub inner_outer_rate_ratio: f64,
+    /// Track-to-track seek (`seek_track_to_track_ms`).
+    pub seek_track_to_track_ns: f64,
+    /// Full-stroke seek (`seek_full_stroke_ms`).
+    pub seek_full_stroke_ns: f64,
+    /// Average read seek over all pairs of positions (`seek_average_read_ms`).
+    pub seek_average_read_ns: f64,
+    /// Average write seek over all pairs of positions (`seek_average_write_ms`).
+    pub seek_average_write_ns: f64,
+    /// Drive cache (`cache_bytes`), used as a write-back cache that also keeps clean data.
+    pub cache_bytes: u64,
+    /// Controller time per command (`command_overhead_ms`).
+    pub command_overhead_ns: f64,
+    /// Host interface rate (`interface_mb_per_s`, MB = 10^6 bytes).
+    pub interface_bytes_per_sec: f64,
+    /// How far the drive reads ahead of the last read while it is idle (`readahead_bytes`;
+    /// 0 = no read look-ahead).
+    pub readahead_bytes: u64,
+}
+
+/// Why a profile could not be used.
+#[derive(Debug)]
+pub enum ProfileError {
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not valid TOML or lacks a field (the message says which, with the line).
+    Toml {
+        /// Where it came from.
+        origin: String,
+        /// The `toml` crate's message.
+        message: String,
+    },
+    /// A value is out of range.
+    Invalid {
+        /// Where it came from.
+        origin: String,
+        /// The field.
+        field: &'static str,
+        /// Its value as written.
+        value: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A profile name that is neither a file nor found in the profile directories.
+    NotFound {
+        /// The name given.
+        name: String,
+        /// The places looked in.
+        looked: Vec<PathBuf>,
+        /// The profiles that do exist there.
+        available: Vec<String>,
+    },
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileError::Read { path, source } => {
+                write!(f, "cannot read the profile {}: {source}", path.display())
+            }
+            ProfileError::Toml { origin, message } => {
+                write!(f, "profile {origin}: {}", message.trim_end())
+            }
+            ProfileError::Invalid {
+                origin,
+                field,
+                value,
+                why,
+            } => write!(f, "profile {origin}: {field} = {value}: {why}"),
+            ProfileError::NotFound {
+                name,
+                looked,
+                available,
+            } => {
+                write!(f, "no profile `{name}`: not a file, and not found in ")?;
+                let dirs: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();
+                write!(f, "{}", dirs.join(", "))?;
+                if available.is_empty() {
+                    write!(f, " (no profiles there)")
+                } else {
+                    write!(f, " (available: {})", available.join(", "))
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+/// One parameter as written: its value and where it comes from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Param<T> {
+    value: T,
+    source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    name: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+    capacity_bytes: Param<u64>,
+    logical_sector_bytes: Param<u64>,
+    physical_sector_bytes: Param<u64>,
+    rpm: Param<f64>,
+    outer_rate_mb_per_s: Param<f64>,
+    inner_outer_rate_ratio: Param<f64>,
+    seek_track_to_track_ms: Param<f64>,
+    seek_full_stroke_ms: Param<f64>,
+    seek_average_read_ms: Param<f64>,
+    seek_average_write_ms: Param<f64>,
+    cache_bytes: Param<u64>,
+    command_overhead_ms: Param<f64>,
+    interface_mb_per_s: Param<f64>,
+    readahead_bytes: Param<u64>,
+}
+
+/// A seek curve t(x) = t0 + A·x + B·√x for a distance x > 0 (a fraction of the full stroke),
+/// and 0 for no movement. Times in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeekCurve {
+    /// t0: the track-to-track seek.
+    pub t0: f64,
+    /// A: the linear (coast) term.
+    pub a: f64,
+    /// B: the square-root (acceleration) term.
+    pub b: f64,
+}
+
+impl SeekCurve {
+    /// Solves A and B from the track-to-track (`t0`), full-stroke (`full`) and average
+    /// (`avg`) seek times, the average taken over all pairs of positions uniform over the
+    /// stroke: E|x−y| = 1/3 and E√|x−y| = 8/15, so
+    ///
+    /// ```text
+    /// t(1)  = t0 + A + B                = full
+    /// E t   = t0 + A/3 + 8B/15          = avg
+    /// ⇒ B = 5·(avg − t0) − 5·(full − t0)/3,   A = (full − t0) − B
+    /// ```
+    ///
+    /// Refused (with the reason) unless A ≥ 0 and B ≥ 0, i.e. unless the curve increases
+    /// with distance: (full − t0)/3 ≤ avg − t0 ≤ 8·(full − t0)/15.
+    pub fn solve(t0: f64, full: f64, avg: f64) -> Result<SeekCurve, String> {
+        let d = full - t0;
+        let m = avg - t0;
+        if d <= 0.0 {
+            return Err("the full-stroke seek must be longer than the track-to-track seek".into());
+        }
+        let b = 5.0 * m - 5.0 * d / 3.0;
+        let a = d - b;
+        // A little slack for rounding in the figures.
+        let eps = 1e-9 * d;
+        if b < -eps || a < -eps {
+            return Err(format!(
+                "no increasing seek curve t(x) = t0 + A·x + B·√x fits: the average must lie \
+                 between t0 + (full − t0)/3 = {:.3} ms and t0 + 8·(full − t0)/15 = {:.3} ms",
+                (t0 + d / 3.0) / 1e6,
+                (t0 + 8.0 * d / 15.0) / 1e6
+            ));
+        }
+        Ok(SeekCurve {
+            t0,
+            a: a.max(0.0),
+            b: b.max(0.0),
+        })
+    }
+
+    /// The seek time over a fraction `x` (0–1) of the full stroke; 0 for `x` = 0.
+    pub fn time(&self, x: f64) -> f64 {
+        if x <= 0.0 {
+            0.0
+        } else {
+            self.t0 + self.a * x + self.b * x.sqrt()
+        }
+    }
+}
+
+impl Profile {
+    /// The read seek curve.
+    pub fn read_seek(&self) -> SeekCurve {
+        SeekCurve::solve(
+            self.seek_track_to_track_ns,
+            self.seek_full_stroke_ns,
+            self.seek_average_read_ns,
+        )
+        .expect("validated when the profile was made")
+    }
+
+    /// The write seek curve.
+    pub fn write_seek(&self) -> SeekCurve {
+        SeekCurve::solve(
+            self.seek_track_to_track_ns,
+            self.seek_full_stroke_ns,
+            self.seek_average_write_ns,
+        )
+        .expect("validated when the profile was made")
+    }
+
+    /// One revolution in nanoseconds.
+    pub fn revolution_ns(&self) -> f64 {
+        60e9 / self.rpm
+    }
+
+    /// Reads and validates the profile at `path` (its stem becomes [`Profile::stem`]).
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Profile::from_toml(&text, &path.display().to_string(), &stem)
+    }
+
+    /// Parses and validates a profile; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str, stem: &str) -> Result<Profile, ProfileError> {
+        let raw: RawProfile = toml::from_str(text).map_err(|e| ProfileError::Toml {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        let invalid = |field: &'static str, value: String, why: &str| ProfileError::Invalid {
+            origin: origin.to_string(),
+            field,
+            value,
+            why: why.to_string(),
+        };
+        // Every parameter needs a source.
+        let sources: [(&'static str, &str); 14] = [
+            ("capacity_bytes", &raw.capacity_bytes.source),
+            ("logical_sector_bytes", &raw.logical_sector_bytes.source),
+            ("physical_sector_bytes", &raw.physical_sector_bytes.source),
+            ("rpm", &raw.rpm.source),
+            ("outer_rate_mb_per_s", &raw.outer_rate_mb_per_s.source),
+            ("inner_outer_rate_ratio", &raw.inner_outer_rate_ratio.source),
+            ("seek_track_to_track_ms", &raw.seek_track_to_track_ms.source),
+            ("seek_full_stroke_ms", &raw.seek_full_stroke_ms.source),
+            ("seek_average_read_ms", &raw.seek_average_read_ms.source),
+            ("seek_average_write_ms", &raw.seek_average_write_ms.source),
+            ("cache_bytes", &raw.cache_bytes.source),
+            ("command_overhead_ms", &raw.command_overhead_ms.source),
+            ("interface_mb_per_s", &raw.interface_mb_per_s.source),
+            ("readahead_bytes", &raw.readahead_bytes.source),
+        ];
+        for (field, source) in sources {
+            if source.trim().is_empty() {
+                return Err(invalid(
+                    field,
+                    "{ source = \"\" }".into(),
+                    "every parameter needs a source (a data sheet, or \"estimate\")",
+                ));
+            }
+        }
+        if raw.name.trim().is_empty() {
+            return Err(invalid("name", "\"\"".into(), "the profile needs a name"));
+        }
+
+        let positive_f = |field: &'static str, v: f64| -> Result<f64, ProfileError> {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(invalid(
+                    field,
+                    v.to_string(),
+                    "must be a positive finite number",
+                ))
+            }
+        };
+        let positive_u = |field: &'static str, v: u64| -> Result<u64, ProfileError> {
+            if v > 0 {
+                Ok(v)
+            } else {
+                Err(invalid(field, v.to_string(), "must be positive"))
+            }
+        };
+        let sector = |field: &'static str, v: u64| -> Result<u32, ProfileError> {
+            if (512..=1 << 20).contains(&v) && v.is_power_of_two() {
+                Ok(v as u32)
+            } else {
+                Err(invalid(
+                    field,
+                    v.to_string(),
+                    "must be a power of two between 512 and 1048576 bytes",
+                ))
+            }
+        };
+
+        let capacity_bytes = positive_u("capacity_bytes", raw.capacity_bytes.value)?;
+        let logical = sector("logical_sector_bytes", raw.logical_sector_bytes.value)?;
+        let physical = sector("physical_sector_bytes", raw.physical_sector_bytes.value)?;
+        if physical < logical {
+            return Err(invalid(
+                "physical_sector_bytes",
+                physical.to_string(),
+                &format!("must be at least logical_sector_bytes ({logical})"),
+            ));
+        }
+        if capacity_bytes % u64::from(physical) != 0 {
+            return Err(invalid(
+                "capacity_bytes",
+                capacity_bytes.to_string(),
+                &format!("must be a whole number of physical sectors ({physical} bytes)"),
+            ));
+        }
+        let rpm = positive_f("rpm", raw.rpm.value)?;
+        let outer = positive_f("outer_rate_mb_per_s", raw.outer_rate_mb_per_s.value)?;
+        let ratio = positive_f("inner_outer_rate_ratio", raw.inner_outer_rate_ratio.value)?;
+        if ratio > 1.0 {
+            return Err(invalid(
+                "inner_outer_rate_ratio",
+                ratio.to_string(),
+                "must be at most 1 (the inner edge is not faster than the outer)",
+            ));
+        }
+        let t2t = positive_f("seek_track_to_track_ms", raw.seek_track_to_track_ms.value)?;
+        let full = positive_f("seek_full_stroke_ms", raw.seek_full_stroke_ms.value)?;
+        let avg_r = positive_f("seek_average_read_ms", raw.seek_average_read_ms.value)?;
+        let avg_w = positive_f("seek_average_write_ms", raw.seek_average_write_ms.value)?;
+        if full <= t2t {
+            return Err(invalid(
+                "seek_full_stroke_ms",
+                full.to_string(),
+                &format!("must be longer than seek_track_to_track_ms ({t2t})"),
+            ));
+        }
+        for (field, avg) in [
+            ("seek_average_read_ms", avg_r),
+            ("seek_average_write_ms", avg_w),
+        ] {
+            SeekCurve::solve(t2t * 1e6, full * 1e6, avg * 1e6)
+                .map_err(|why| invalid(field, avg.to_string(), &why))?;
+        }
+        let cache_bytes = positive_u("cache_bytes", raw.cache_bytes.value)?;
+        if cache_bytes % 512 != 0 {
+            return Err(invalid(
+                "cache_bytes",
+                cache_bytes.to_string(),
+                "must be a multiple of 512 bytes",
+            ));
+        }
+        let overhead = positive_f("command_overhead_ms", raw.command_overhead_ms.value)?;
+        let iface = positive_f("interface_mb_per_s", raw.interface_mb_per_s.value)?;
+        let readahead = raw.readahead_bytes.value;
+        if readahead % 512 != 0 {
+            return Err(invalid(
+                "readahead_bytes",
+                readahead.to_string(),
+                "must be a multiple of 512 bytes (0 turns read look-ahead off)",
+            ));
+        }
+        Ok(Profile {
+            stem: stem.to_string(),
+            name: raw.name,
+            capacity_bytes,
+            logical_sector_bytes: logical,
+            physical_sector_bytes: physical,
+            rpm,
+            outer_rate_bytes_per_sec: outer * 1e6,
+            inner_outer_rate_ratio: ratio,
+            seek_track_to_track_ns: t2t * 1e6,
+            seek_full_stroke_ns: full * 1e6,
+            seek_average_read_ns: avg_r * 1e6,
+            seek_average_write_ns: avg_w * 1e6,
+            cache_bytes,
+            command_overhead_ns: overhead * 1e6,
+            interface_bytes_per_sec: iface * 1e6,
+            readahead_bytes: readahead,
+        })
+    }
+}
+
+/// The directories a profile name is looked up in, in order: this crate's `profiles/`
+/// (where it was built), `./profiles` and `./bencher-workloads/profiles`.
+pub fn profile_dirs() -> Vec<PathBuf> {
+    vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles"),
+        PathBuf::from("profiles"),
+        PathBuf::from("bencher-workloads").join("profiles"),
+    ]
+}
+
+/// Finds the profile `spec` names: an existing file as is, else `NAME` or `NAME.toml` in
+/// [`profile_dirs`].
+pub fn resolve(spec: &str) -> Result<PathBuf, ProfileError> {
+    let direct = Path::new(spec);
+    if direct.is_file() {
+        return Ok(direct.to_path_buf());
+    }
+    let dirs = profile_dirs();
+    let plain = !spec.contains('/') && !spec.is_empty();
+    if plain {
+        let file = if spec.ends_with(".toml") {
+            spec.to_string()
+        } else {
+            format!("{spec}.toml")
+        };
+        for dir in &dirs {
+            let candidate = dir.join(&file);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+    }
+    let mut available: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    available.sort();
+    available.dedup();
+    Err(ProfileError::NotFound {
+        name: spec.to_string(),
+        looked: if plain { dirs } else { Vec::new() },
+        available,
+    })
+}
+
+/// [`resolve`] then [`Profile::load`].
+pub fn load(spec: &str) -> Result<Profile, ProfileError> {
+    Profile::load(&resolve(spec)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped(name: &str) -> Profile {
+        Profile::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("profiles")
+                .join(format!("{name}.toml")),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn shipped_profiles() {
+        let p = shipped("st1000dm003");
+        assert_eq!(p.stem, "st1000dm003");
+        assert_eq!(p.capacity_bytes, 1_000_204_886_016);
+        assert_eq!(
+            (p.logical_sector_bytes, p.physical_sector_bytes),
+            (512, 4096)
+        );
+        assert_eq!(p.rpm, 7200.0);
+        assert_eq!(p.cache_bytes, 64 << 20);
+        assert!((p.revolution_ns() - 8_333_333.33).abs() < 0.01);
+        let k = shipped("st1000dm003-4kn");
+        assert_eq!(
+            (k.logical_sector_bytes, k.physical_sector_bytes),
+            (4096, 4096)
+        );
+        // The same drive otherwise.
+        assert_eq!(
+            Profile {
+                stem: p.stem.clone(),
+                name: p.name.clone(),
+                logical_sector_bytes: 512,
+                ..k
+            },
+            p
+        );
+    }
+
+    #[test]
+    fn seek_curves_hit_the_figures() {
+        let p = shipped("st1000dm003");
+        for (curve, avg) in [
+            (p.read_seek(), p.seek_average_read_ns),
+            (p.write_seek(), p.seek_average_write_ns),
+        ] {
+            assert!(curve.a >= 0.0 && curve.b >= 0.0, "{curve:?}");
+            assert!((curve.time(1.0) - p.seek_full_stroke_ns).abs() < 1e-3);
+            assert!((curve.time(1e-15) - p.seek_track_to_track_ns).abs() < 1.0);
+            assert_eq!(curve.time(0.0), 0.0);
+            // The average over all pairs (numerically, midpoint rule over |x − y|, whose
+            // density on [0, 1] is 2(1 − d)).
+            let n = 200_000;
+            let mut sum = 0.0;
+            for i in 0..n {
+                let d = (i as f64 + 0.5) / n as f64;
+                sum += curve.time(d) * 2.0 * (1.0 - d) / n as f64;
+            }
+            assert!((sum - avg).abs() < 1e3, "average {sum} vs {avg}");
+        }
+        // The read curve: B = 5·7.5 − 5·16/3 = 10.8333 ms, A = 5.1667 ms.
+        let r = p.read_seek();
+        assert!((r.b - 10_833_333.3).abs() < 1.0 && (r.a - 5_166_666.7).abs() < 1.0);
+    }
+
+    const GOOD: &str = r#"
+name = "test drive"
+capacity_bytes = { value = 1000204886016, source = "s" }
+logical_sector_bytes = { value = 512, source = "s" }
+physical_sector_bytes = { value = 4096, source = "s" }
+rpm = { value = 7200, source = "s" }
+outer_rate_mb_per_s = { value = 210, source = "s" }
+inner_outer_rate_ratio = { value = 0.5, source = "s" }
+seek_track_to_track_ms = { value = 1.0, source = "s" }
+seek_full_stroke_ms = { value = 17.0, source = "s" }
+seek_average_read_ms = { value = 8.5, source = "s" }
+seek_average_write_ms = { value = 9.5, source = "s" }
+cache_bytes = { value = 67108864, source = "s" }
+command_overhead_ms = { value = 0.1, source = "s" }
+interface_mb_per_s = { value = 600, source = "s" }
+readahead_bytes = { value = 1048576, source = "s" }
+"#;
+
+    fn with(field: &str, value: &str) -> String {
+        GOOD.lines()
+            .map(|l| {
+                if l.starts_with(&format!("{field} =")) {
+                    format!("{field} = {{ value = {value}, source = \"s\" }}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn err(text: &str) -> String {
+        Profile::from_toml(text, "t.toml", "t")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn validation_names_field_and_value() {
+        Profile::from_toml(GOOD, "t.toml", "t").unwrap();
+        for (field, value, expect) in [
+            (
+                "rpm",
+                "-7200",
+                "rpm = -7200: must be a positive finite number",
+            ),
+            ("rpm", "nan", "rpm = NaN: must be a positive finite number"),
+            ("outer_rate_mb_per_s", "inf", "outer_rate_mb_per_s = inf"),
+            (
+                "logical_sector_bytes",
+                "1000",
+                "logical_sector_bytes = 1000: must be a power of two",
+            ),
+            (
+                "physical_sector_bytes",
+                "256",
+                "physical_sector_bytes = 256",
+            ),
+            (
+                "logical_sector_bytes",
+                "8192",
+                "physical_sector_bytes = 4096: must be at least logical_sector_bytes (8192)",
+            ),
+            (
+                "capacity_bytes",
+                "0",
+                "capacity_bytes = 0: must be positive",
+            ),
+            (
+                "capacity_bytes",
+                "1000",
+                "capacity_bytes = 1000: must be a whole number of physical sectors",
+            ),
+            (
+                "inner_outer_rate_ratio",
+                "1.5",
+                "inner_outer_rate_ratio = 1.5: must be at most 1",
+            ),
+            (
+                "seek_full_stroke_ms",
+                "0.5",
+                "seek_full_stroke_ms = 0.5: must be longer",
+            ),
+            (
+                "seek_average_read_ms",
+                "3",
+                "seek_average_read_ms = 3: no increasing seek curve",
+            ),
+            (
+                "seek_average_write_ms",
+                "12",
+                "seek_average_write_ms = 12: no increasing seek curve",
+            ),
+            (
+                "cache_bytes",
+                "1000",
+                "cache_bytes = 1000: must be a multiple of 512",
+            ),
+            (
+                "command_overhead_ms",
+                "0",
+                "command_overhead_ms = 0: must be a positive",
+            ),
+            ("readahead_bytes", "100", "readahead_bytes = 100"),
+        ] {
+            let e = err(&with(field, value));
+            assert!(e.contains(expect), "{field} = {value}: {e}");
+            assert!(e.starts_with("profile t.toml: "), "{e}");
+        }
+        // Read look-ahead may be off.
+        Profile::from_toml(&with("readahead_bytes", "0"), "t.toml", "t").unwrap();
+        // A negative integer where an unsigned one is wanted, a missing field, an unknown one,
+        // a missing source: the toml crate names the key.
+        assert!(err(&with("cache_bytes", "-1")).contains("cache_bytes"));
+        let missing = GOOD.replace("rpm = { value = 7200, source = \"s\" }\n", "");
+        assert!(err(&missing).contains("rpm"), "{}", err(&missing));
+        assert!(err(&format!("{GOOD}\nspeed = 3\n")).contains("speed"));
+        let no_source = GOOD.replace(
+            "rpm = { value = 7200, source = \"s\" }",
+            "rpm = { value = 7200 }",
+        );
+        assert!(err(&no_source).contains("source"), "{}", err(&no_source));
+        let empty_source = GOOD.replace(
+            "rpm = { value = 7200, source = \"s\" }",
+            "rpm = { value = 7200, source = \" \" }",
+        );
+        assert!(
+            err(&empty_source).contains("rpm = { source = \"\" }: every parameter needs a source")
+        );
+    }
+
+    #[test]
+    fn resolving_names() {
+        let p = resolve("st1000dm003").unwrap();
+        assert!(p.ends_with("profiles/st1000dm003.toml"));
+        assert_eq!(
+            resolve("st1000dm003-4kn.toml")
+                .unwrap()
+                .file_name()
+                .unwrap(),
+            "st1000dm003-4kn.toml"
+        );
+        let e = resolve("nosuchdrive").unwrap_err().to_string();
+        assert!(
+            e.contains("no profile `nosuchdrive`") && e.contains("st1000dm003-4kn"),
+            "{e}"
+        );
+        let e = resolve("/nonexistent/x.toml").unwrap_err().to_string();
+        assert!(e.contains("not a file"), "{e}");
+    }
+}

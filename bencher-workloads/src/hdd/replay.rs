@@ -1,0 +1,521 @@
+//! The closed-loop replay of a trace through a [`Drive`], and charging the modelled time to
+//! the operations of an op-log.
+//!
+//! # Replay
+//! Requests are taken in the order they were issued. The model keeps a *shift* S: how far
+//! the modelled timeline is ahead of the real one (negative: behind). Request i starts at
+//!
+//! ```text
+//! start_i = max(issue_i + S(issue_i), end_{i−1})
+//! ```
+//!
+//! — its real issue time moved by the shift, but never before the drive finished the
+//! previous request (the drive serves one at a time) — and completes at end_i =
+//! `Drive::submit(request_i, start_i)`. The shift at real time t is
+//!
+//! ```text
+//! S(t) = max{ end_j : complete_j ≤ t } − max{ complete_j : complete_j ≤ t }
+//! ```
+//!
+//! over the requests j that had really completed by t (0 before the first): when the host
+//! is waiting for nothing, its next action happens as long after the last modelled
+//! completion as it really happened after the last real one. So host time between a
+//! completion and the next issue ("think time": CPU, locks, the filesystem's own work) is
+//! kept as measured, and requests that were in flight together on the real device (a large
+//! I/O split in two) are served one after the other.
+//!
+//! All model times are relative to the first request's issue time (the model's clock starts
+//! at 0 there).
+//!
+//! # Charging operations
+//! An operation from `start` to `end` (op-log, CLOCK_MONOTONIC) takes, modelled,
+//!
+//! ```text
+//! modelled = (end − start) + S(end) − S(start)
+//! ```
+//!
+//! i.e. its measured latency plus the change of the shift across it: the modelled service
+//! time of the requests it waited for replaces their real service time, and everything
+//! else it did (CPU, copies, locks) is kept as measured. The gap between two operations
+//! keeps its measured length unless a request completed inside it (then that request's
+//! change of the shift falls in the gap, charged to no operation; its sum is reported as
+//! `unattributed_shift_ns`). A modelled latency below 0 (not possible for well-formed
+//! input) is clamped to 0 and counted. Modelled start and end (for `--oplog-out`) are
+//! `start + S(start)` and that plus the modelled latency.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+
+use serde::Serialize;
+
+use super::model::{Drive, DriveRequest, DriveStats};
+use super::profile::Profile;
+use super::trace::{ReqOp, Trace};
+use crate::run::stats::{Recorder, StatKind};
+
+/// One operation of an op-log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpRecord {
+    /// Its line, from 1.
+    pub line: usize,
+    /// `seq`.
+    pub seq: u64,
+    /// `kind` (`new`, `overwrite`, `embed`, `get`, `delete`, `delete_range`, `sync`).
+    pub kind: String,
+    /// `id` as written.
+    pub id: String,
+    /// `bytes`.
+    pub bytes: u64,
+    /// `start_ns`.
+    pub start_ns: u64,
+    /// `end_ns`.
+    pub end_ns: u64,
+}
+
+impl OpRecord {
+    /// The statistics kind (`Put(size)`, …) of the operation.
+    pub fn stat_kind(&self) -> Option<StatKind> {
+        let size = u32::try_from(self.bytes).ok();
+        Some(match self.kind.as_str() {
+            "new" | "overwrite" => StatKind::Put(size?),
+            "embed" => StatKind::Embed(size?),
+            "get" => StatKind::Get(size?),
+            "delete" => StatKind::Delete,
+            "delete_range" => StatKind::DeleteRange,
+            "sync" => StatKind::Sync,
+            _ => return None,
+        })
+    }
+}
+
+/// An op-log or replay input that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// Its line, from 1 (0: not about a line).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Parses an op-log (`run::oplog` writes it): `#` lines skipped, then `seq kind id bytes
+/// start_ns end_ns`, tab- (or space-) separated.
+pub fn parse_oplog(text: &str) -> Result<Vec<OpRecord>, InputError> {
+    let mut ops = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let t = raw.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let bad = |what: String| InputError {
+            line,
+            message: format!("{what}: `{t}`"),
+        };
+        let f: Vec<&str> = t.split_whitespace().collect();
+        if f.len() != 6 {
+            return Err(bad(format!(
+                "{} fields, expected 6 (seq kind id bytes start_ns end_ns)",
+                f.len()
+            )));
+        }
+        let num = |k: usize, name: &str| {
+            f[k].parse::<u64>()
+                .map_err(|_| bad(format!("{name} `{}` is not a number", f[k])))
+        };
+        let op = OpRecord {
+            line,
+            seq: num(0, "seq")?,
+            kind: f[1].to_string(),
+            id: f[2].to_string(),
+            bytes: num(3, "bytes")?,
+            start_ns: num(4, "start_ns")?,
+            end_ns: num(5, "end_ns")?,
+        };
+        if op.stat_kind().is_none() {
+            return Err(bad(format!(
+                "kind `{}` is not one of new, overwrite, embed, get, delete, delete_range, sync \
+                 (or its bytes do not fit 32 bits)",
+                op.kind
+            )));
+        }
+        if op.end_ns < op.start_ns {
+            return Err(bad("end_ns is before start_ns".into()));
+        }
+        if let Some(prev) = ops.last() {
+            let prev: &OpRecord = prev;
+            if op.start_ns < prev.end_ns {
+                return Err(bad(format!(
+                    "starts before the previous operation (line {}) ended",
+                    prev.line
+                )));
+            }
+        }
+        ops.push(op);
+    }
+    Ok(ops)
+}
+
+/// One request as replayed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Replayed {
+    /// Real issue (ns, trace clock).
+    pub issue_ns: u64,
+    /// Real completion (ns, trace clock).
+    pub complete_ns: u64,
+    /// Modelled start (ns, model clock: 0 = the first issue).
+    pub start: f64,
+    /// Modelled completion (model clock).
+    pub end: f64,
+}
+
+/// The shift S(t) as a step function of real time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shift {
+    /// (real completion time, S from then on), by time.
+    steps: Vec<(u64, f64)>,
+}
+
+impl Shift {
+    /// S(t) in nanoseconds.
+    pub fn at(&self, t: u64) -> f64 {
+        let i = self.steps.partition_point(|&(c, _)| c <= t);
+        if i == 0 {
+            0.0
+        } else {
+            self.steps[i - 1].1
+        }
+    }
+
+    /// The last value.
+    pub fn last(&self) -> f64 {
+        self.steps.last().map_or(0.0, |s| s.1)
+    }
+}
+
+/// A replayed trace.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The requests, in issue order.
+    pub requests: Vec<Replayed>,
+    /// S(t).
+    pub shift: Shift,
+    /// The first issue (ns, trace clock): the model clock's 0.
+    pub origin_ns: u64,
+    /// What the drive did.
+    pub drive: DriveStats,
+}
+
+/// Counts of the requests in a trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RequestCounts {
+    /// Reads.
+    pub reads: u64,
+    /// Writes.
+    pub writes: u64,
+    /// Flushes (`F` requests; preflushes and FUA writes are counted with the writes).
+    pub flushes: u64,
+    /// Writes with a preflush.
+    pub preflush_writes: u64,
+    /// FUA writes.
+    pub fua_writes: u64,
+    /// Discards (modelled as the command overhead).
+    pub discards: u64,
+    /// Other requests (modelled as the command overhead).
+    pub other_requests: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+}
+
+impl RequestCounts {
+    /// The counts of `trace`.
+    pub fn of(trace: &Trace) -> RequestCounts {
+        let mut c = RequestCounts::default();
+        for r in &trace.requests {
+            match r.rwbs.op {
+                ReqOp::Read => {
+                    c.reads += 1;
+                    c.read_bytes += r.data_bytes();
+                }
+                ReqOp::Write => {
+                    c.writes += 1;
+                    c.write_bytes += r.data_bytes();
+                    c.preflush_writes += u64::from(r.rwbs.preflush);
+                    c.fua_writes += u64::from(r.rwbs.fua);
+                }
+                ReqOp::Flush => c.flushes += 1,
+                ReqOp::Discard => c.discards += 1,
+                ReqOp::Other => c.other_requests += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Checks that every request lies within the drive.
+pub fn check_capacity(trace: &Trace, profile: &Profile) -> Result<(), InputError> {
+    let cap = profile.capacity_bytes / 512;
+    for r in &trace.requests {
+        let data = matches!(r.rwbs.op, ReqOp::Read | ReqOp::Write | ReqOp::Discard);
+        if data && r.sectors > 0 && r.sector.saturating_add(r.sectors) > cap {
+            return Err(InputError {
+                line: r.line,
+                message: format!(
+                    "request at sector {} + {} ends past the {} sectors ({} bytes) of the \
+                     profile `{}`: the trace's LBAs are used as the drive's LBAs",
+                    r.sector, r.sectors, cap, profile.capacity_bytes, profile.stem
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Replays `trace` on a fresh drive of `profile` (see the module documentation).
+pub fn replay(trace: &Trace, profile: &Profile) -> Result<Replay, InputError> {
+    check_capacity(trace, profile)?;
+    let origin = trace.requests.first().map_or(0, |r| r.issue_ns);
+    let rel = |t: u64| (t - origin) as f64;
+    let mut drive = Drive::new(profile);
+    let mut out: Vec<Replayed> = Vec::with_capacity(trace.requests.len());
+    // Replayed requests not yet really completed, by real completion.
+    let mut pending: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let (mut max_c, mut max_e) = (None::<u64>, f64::NEG_INFINITY);
+    let mut prev_end = f64::NEG_INFINITY;
+    for (i, r) in trace.requests.iter().enumerate() {
+        while let Some(&Reverse((c, j))) = pending.peek() {
+            if c > r.issue_ns {
+                break;
+            }
+            pending.pop();
+            max_c = Some(max_c.map_or(c, |m: u64| m.max(c)));
+            max_e = max_e.max(out[j].end);
+        }
+        let s = match max_c {
+            Some(c) => max_e - rel(c),
+            None => 0.0,
+        };
+        let start = (rel(r.issue_ns) + s).max(prev_end).max(0.0);
+        let req = DriveRequest {
+            op: r.rwbs.op,
+            sector: r.sector,
+            sectors: r.sectors,
+            preflush: r.rwbs.preflush,
+            fua: r.rwbs.fua,
+        };
+        let end = drive.submit(&req, start);
+        prev_end = end;
+        out.push(Replayed {
+            issue_ns: r.issue_ns,
+            complete_ns: r.complete_ns,
+            start,
+            end,
+        });
+        pending.push(Reverse((r.complete_ns, i)));
+    }
+    // S(t) afterwards, over every request.
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by_key(|&i| (out[i].complete_ns, i));
+    let mut steps: Vec<(u64, f64)> = Vec::with_capacity(out.len());
+    let (mut mc, mut me) = (0u64, f64::NEG_INFINITY);
+    for i in order {
+        mc = mc.max(out[i].complete_ns);
+        me = me.max(out[i].end);
+        let s = me - rel(mc);
+        match steps.last_mut() {
+            Some(last) if last.0 == out[i].complete_ns => last.1 = s,
+            _ => steps.push((out[i].complete_ns, s)),
+        }
+    }
+    Ok(Replay {
+        requests: out,
+        shift: Shift { steps },
+        origin_ns: origin,
+        drive: drive.stats().clone(),
+    })
+}
+
+/// The operations with their modelled latencies.
+#[derive(Debug, Clone)]
+pub struct Charged {
+    /// Per operation: (modelled start on the trace clock, modelled latency), both ns.
+    pub ops: Vec<(i128, u64)>,
+    /// The recorder of the modelled latencies (per kind and overall).
+    pub recorder: Recorder,
+    /// Sum of the measured latencies.
+    pub measured_total_ns: u64,
+    /// Operations whose modelled latency was clamped to 0.
+    pub clamped: u64,
+    /// Requests issued within an operation (start ≤ issue ≤ end).
+    pub requests_in_ops: u64,
+    /// S(last op end) − S(first op start) − Σ per-op changes: modelled time added between
+    /// operations.
+    pub unattributed_shift_ns: f64,
+    /// S(last op end) − S(first op start).
+    pub span_shift_ns: f64,
+    /// Payload bytes of puts, embedded puts and gets.
+    pub put_bytes: u64,
+    /// Embedded puts' bytes.
+    pub embed_bytes: u64,
+    /// Gets' bytes.
+    pub get_bytes: u64,
+}
+
+/// Charges the replay to the operations (see the module documentation).
+pub fn charge(replay: &Replay, ops: &[OpRecord]) -> Charged {
+    let mut recorder = Recorder::default();
+    let mut out = Vec::with_capacity(ops.len());
+    let mut measured = 0u64;
+    let mut clamped = 0;
+    let mut sum_delta = 0.0;
+    let (mut put, mut embed, mut get) = (0, 0, 0);
+    for op in ops {
+        let s0 = replay.shift.at(op.start_ns);
+        let s1 = replay.shift.at(op.end_ns);
+        let lat = (op.end_ns - op.start_ns) as f64 + s1 - s0;
+        sum_delta += s1 - s0;
+        let lat = if lat < 0.0 {
+            clamped += 1;
+            0
+        } else {
+            lat.round() as u64
+        };
+        measured += op.end_ns - op.start_ns;
+        let kind = op.stat_kind().expect("checked when parsed");
+        recorder.record(kind, lat, op.bytes);
+        match kind {
+            StatKind::Put(_) => put += op.bytes,
+            StatKind::Embed(_) => embed += op.bytes,
+            StatKind::Get(_) => get += op.bytes,
+            _ => {}
+        }
+        out.push((op.start_ns as i128 + s0.round() as i128, lat));
+    }
+    // Requests issued inside operations (both lists are in time order).
+    let mut in_ops = 0;
+    let mut k = 0;
+    for r in &replay.requests {
+        while k < ops.len() && ops[k].end_ns < r.issue_ns {
+            k += 1;
+        }
+        if k < ops.len() && ops[k].start_ns <= r.issue_ns {
+            in_ops += 1;
+        }
+    }
+    let span = match (ops.first(), ops.last()) {
+        (Some(f), Some(l)) => replay.shift.at(l.end_ns) - replay.shift.at(f.start_ns),
+        _ => 0.0,
+    };
+    Charged {
+        ops: out,
+        recorder,
+        measured_total_ns: measured,
+        clamped,
+        requests_in_ops: in_ops,
+        unattributed_shift_ns: span - sum_delta,
+        span_shift_ns: span,
+        put_bytes: put,
+        embed_bytes: embed,
+        get_bytes: get,
+    }
+}
+
+/// The union of intervals' lengths.
+pub fn busy_ns(mut intervals: Vec<(f64, f64)>) -> f64 {
+    intervals.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut total = 0.0;
+    let mut cur: Option<(f64, f64)> = None;
+    for (s, e) in intervals {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+/// The time to move all the bytes the trace reads and writes as one sequential stream
+/// starting at its lowest sector: no seek, no rotational wait, no 512e penalty (the physical
+/// limit of the drive for this much data at this place).
+pub fn sequential_limit_ns(trace: &Trace, profile: &Profile) -> f64 {
+    let drive = Drive::new(profile);
+    let data = trace
+        .requests
+        .iter()
+        .filter(|r| matches!(r.rwbs.op, ReqOp::Read | ReqOp::Write) && r.sectors > 0);
+    let lo = data.clone().map(|r| r.sector).min();
+    let sectors: u64 = data.map(|r| r.sectors).sum();
+    let Some(lo) = lo else { return 0.0 };
+    let cap = drive.capacity_sectors();
+    let end = lo.saturating_add(sectors);
+    let mut t = drive.stream_ns(lo, end.min(cap));
+    if end > cap {
+        // Past the end of the drive (cannot happen for a trace that fits): at the inner rate.
+        t += (end - cap) as f64 * 512.0 / drive.rate_at_sector(cap) * 1e9;
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oplog_lines() {
+        let text = "# minfs-bench op-log\n# seq\tkind\tid\tbytes\tstart_ns\tend_ns\n\
+                    0\tnew\t1\t262144\t100\t200\n1\tsync\t-\t0\t300\t400\n\
+                    2\tdelete_range\t1..3\t0\t500\t500\n";
+        let ops = parse_oplog(text).unwrap();
+        assert_eq!(ops.len(), 3);
+        assert_eq!(ops[0].stat_kind(), Some(StatKind::Put(262_144)));
+        assert_eq!(ops[1].stat_kind(), Some(StatKind::Sync));
+        assert_eq!((ops[2].line, ops[2].id.as_str()), (5, "1..3"));
+        for (bad, want) in [
+            ("0\tnew\t1\t10\t5\n", "line 1: 5 fields"),
+            ("0\tfly\t1\t10\t5\t6\n", "line 1: kind `fly`"),
+            ("0\tnew\t1\tx\t5\t6\n", "bytes `x` is not a number"),
+            ("0\tnew\t1\t10\t6\t5\n", "end_ns is before start_ns"),
+            (
+                "0\tnew\t1\t10\t5\t9\n1\tnew\t2\t10\t8\t9\n",
+                "line 2: starts before the previous",
+            ),
+            ("0\tnew\t1\t99999999999\t5\t6\n", "do not fit 32 bits"),
+        ] {
+            let e = parse_oplog(bad).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn shift_steps() {
+        let s = Shift {
+            steps: vec![(10, 5.0), (20, -2.0)],
+        };
+        assert_eq!(
+            (s.at(9), s.at(10), s.at(19), s.at(25)),
+            (0.0, 5.0, 5.0, -2.0)
+        );
+        assert_eq!(busy_ns(vec![(0.0, 10.0), (5.0, 12.0), (20.0, 21.0)]), 13.0);
+    }
+}

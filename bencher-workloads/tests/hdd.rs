@@ -1,0 +1,671 @@
+//! The HDD model (`docs/HDD-MODEL.md`, `bencher_workloads::hdd`): what it must show —
+//! sequential streams at R(u), random reads at seek + half a revolution, the 512e penalty for
+//! misaligned writes only, flushes draining the cache, the wait of a request just behind the
+//! head, identical results for identical input — the trace parser on real captures, and a
+//! golden replay of a real run (regenerate with `HDD_BLESS=1`).
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use bencher_workloads::hdd::model::{Drive, DriveRequest};
+use bencher_workloads::hdd::profile::{self, Profile};
+use bencher_workloads::hdd::trace::{self, ReqOp};
+use bencher_workloads::hdd::{self, replay};
+use bencher_workloads::run::report::RunReport;
+use serde_json::Value;
+
+const MIB: u64 = 1 << 20;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+        .join(name)
+}
+
+fn drive512() -> Profile {
+    profile::load("st1000dm003").unwrap()
+}
+
+fn drive4k() -> Profile {
+    profile::load("st1000dm003-4kn").unwrap()
+}
+
+fn req(op: ReqOp, sector: u64, sectors: u64) -> DriveRequest {
+    DriveRequest {
+        op,
+        sector,
+        sectors,
+        preflush: false,
+        fua: false,
+    }
+}
+
+fn w(sector: u64, sectors: u64) -> DriveRequest {
+    req(ReqOp::Write, sector, sectors)
+}
+
+fn fua(sector: u64, sectors: u64) -> DriveRequest {
+    DriveRequest {
+        fua: true,
+        ..w(sector, sectors)
+    }
+}
+
+fn r(sector: u64, sectors: u64) -> DriveRequest {
+    req(ReqOp::Read, sector, sectors)
+}
+
+fn flush() -> DriveRequest {
+    req(ReqOp::Flush, 0, 0)
+}
+
+/// The media rate at sector `s` (bytes/s), from the profile's formula.
+fn rate(p: &Profile, s: u64) -> f64 {
+    let u = s as f64 * 512.0 / p.capacity_bytes as f64;
+    let k = p.inner_outer_rate_ratio;
+    p.outer_rate_bytes_per_sec * (1.0 - u * (1.0 - k * k)).sqrt()
+}
+
+fn close(got: f64, want: f64, rel: f64) -> bool {
+    (got / want - 1.0).abs() <= rel
+}
+
+#[test]
+fn sequential_reads_stream_at_the_zone_rate() {
+    let p = drive512();
+    for u in [0.0, 0.95] {
+        let mut d = Drive::new(&p);
+        let start = ((u * p.capacity_bytes as f64 / 512.0) as u64) / 8 * 8;
+        let n = 2048u64; // 1 MiB requests
+        let count = 256; // 256 MiB
+        let mut t = 0.0;
+        let mut first_end = 0.0;
+        for i in 0..count {
+            t = d.submit(&r(start + i * n, n), t);
+            if i == 0 {
+                first_end = t;
+            }
+        }
+        let bytes = ((count - 1) * n * 512) as f64;
+        let got = bytes / ((t - first_end) / 1e9);
+        let want = rate(&p, start + count * n / 2);
+        assert!(
+            close(got, want, 0.02),
+            "u = {u}: {:.1} MB/s, R(u) = {:.1} MB/s",
+            got / 1e6,
+            want / 1e6
+        );
+        // Only the first read needed positioning; the rest continued the stream.
+        assert_eq!(d.stats().media_reads + d.stats().cache_read_hits, count);
+        // At most one rotational wait (the first read's) and one seek in all.
+        assert!(d.stats().read_rotation_ns < p.revolution_ns());
+        assert!(d.stats().read_seek_ns <= p.seek_full_stroke_ns);
+    }
+}
+
+#[test]
+fn sequential_writes_stream_at_the_zone_rate() {
+    for p in [drive512(), drive4k()] {
+        for u in [0.0, 0.95] {
+            let mut d = Drive::new(&p);
+            let start = ((u * p.capacity_bytes as f64 / 512.0) as u64) / 8 * 8;
+            let n = 2048u64;
+            let count = 512; // 512 MiB: eight times the cache
+            let mut t = 0.0;
+            for i in 0..count {
+                t = d.submit(&w(start + i * n, n), t);
+            }
+            let end = d.submit(&flush(), t);
+            // From the first write to the end of the flush: positioning once (at most a
+            // full-stroke seek and a revolution, ≤ 1% of the whole) plus the stream.
+            let got = (count * n * 512) as f64 / (end / 1e9);
+            let want = rate(&p, start + count * n / 2);
+            assert!(
+                close(got, want, 0.02),
+                "{} u = {u}: {:.1} MB/s, R(u) = {:.1} MB/s",
+                p.stem,
+                got / 1e6,
+                want / 1e6
+            );
+            assert!(got < want, "cannot beat the media");
+            let s = d.stats();
+            assert!(s.cache_full_waits > 0, "the cache filled up");
+            assert_eq!(s.rmw_penalties, 0, "aligned writes");
+            assert_eq!(s.destaged_sectors, count * n);
+            assert_eq!(d.dirty_sectors(), 0);
+            // The media worked the whole stream and at most one positioning more.
+            let stream = d.stream_ns(start, start + count * n);
+            assert!(
+                s.media_busy_ns >= stream && s.media_busy_ns <= stream + 26e6,
+                "{s:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_reads_average_seek_plus_half_a_revolution() {
+    // 4 KiB reads at positions uniform over the stroke (what the average seek figure averages
+    // over), each issued when the previous completes. A fixed generator, so the figures are
+    // the same on every run; the tolerances are ~4 standard errors of the mean over 3000
+    // reads (seek: sd ≈ 3.5 ms → se ≈ 0.06 ms ≈ 0.75% of 8.5 ms; rotational wait: uniform
+    // on [0, 8.33 ms), sd 2.4 ms → se ≈ 0.044 ms ≈ 1% of 4.17 ms).
+    let p = drive512();
+    let mut d = Drive::new(&p);
+    let mut rng = testutil::XorShift(0x9E37_79B9_7F4A_7C15);
+    let n = 3000;
+    let mut t = 0.0;
+    let mut total = 0.0;
+    for _ in 0..n {
+        let x = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let s = d.sector_at_stroke(x) / 8 * 8;
+        let done = d.submit(&r(s, 8), t);
+        total += done - t;
+        t = done;
+    }
+    let st = d.stats();
+    assert_eq!(st.media_reads, n);
+    let seek = st.read_seek_ns / n as f64;
+    let rot = st.read_rotation_ns / n as f64;
+    let mean = total / n as f64;
+    assert!(
+        close(seek, p.seek_average_read_ns, 0.03),
+        "mean seek {seek}"
+    );
+    assert!(
+        close(rot, p.revolution_ns() / 2.0, 0.05),
+        "mean rotational wait {rot}"
+    );
+    // Overhead + average seek + half a revolution + 4 KiB at the rate of the average
+    // position (about 163 MB/s): within 2% (≈ 3.5 standard errors of the mean).
+    let want = p.command_overhead_ns
+        + p.seek_average_read_ns
+        + p.revolution_ns() / 2.0
+        + 4096.0 / 163e6 * 1e9;
+    assert!(
+        close(mean, want, 0.02),
+        "mean {mean} vs {want} (seek {seek}, rotation {rot})"
+    );
+}
+
+/// Completion time of `reqs` sent one after the other from t = 0.
+fn run(p: &Profile, reqs: &[DriveRequest]) -> (f64, Drive) {
+    let mut d = Drive::new(p);
+    let mut t = 0.0;
+    for q in reqs {
+        t = d.submit(q, t);
+    }
+    (t, d)
+}
+
+#[test]
+fn the_512e_penalty_is_for_misaligned_writes_only() {
+    let p512 = drive512();
+    let p4k = drive4k();
+    let rev = p512.revolution_ns();
+    // One FUA write from an idle drive, misaligned (513 sectors) and aligned (520).
+    let (mis, d) = run(&p512, &[fua(0, 513)]);
+    assert_eq!(d.stats().rmw_penalties, 1);
+    let (ali, d) = run(&p512, &[fua(0, 520)]);
+    assert_eq!(d.stats().rmw_penalties, 0);
+    // One extra revolution, less the transfer of the 7 sectors the aligned write has more
+    // (and their interface time).
+    let diff = mis - ali;
+    assert!(diff > rev - 100_000.0 && diff < rev, "{diff}");
+    // A 4Kn drive is sent whole sectors: the 513 are rounded out to 520, no penalty.
+    let (k, d) = run(&p4k, &[fua(0, 513)]);
+    assert_eq!(d.stats().rmw_penalties, 0);
+    assert_eq!(d.stats().misaligned_requests, 1);
+    assert_eq!(k, ali);
+    // Aligned cached writes: never.
+    let aligned = [w(0, 512), w(512, 512), w(1024, 512), flush()];
+    let (_, d) = run(&p512, &aligned);
+    assert_eq!(d.stats().rmw_penalties, 0);
+    // Misaligned cached writes: the destage of the first put starts as soon as it is in the
+    // cache, before the next put arrives, and ends inside a physical sector: one penalty.
+    // The next run starts inside that physical sector, whose first part is now in the cache
+    // (written), and ends on a 4 KiB boundary: none. Not one per put.
+    let puts = [w(0, 513), w(513, 513), w(1026, 513), w(1539, 5), flush()];
+    let (_, d) = run(&p512, &puts);
+    assert_eq!(d.stats().rmw_penalties, 1);
+    assert_eq!(d.stats().destage_runs, 2);
+    assert_eq!(d.stats().destaged_sectors, 1544);
+    // Without the tail the second run ends inside a physical sector too.
+    let three = [w(0, 513), w(513, 513), w(1026, 513), flush()];
+    let (_, d) = run(&p512, &three);
+    assert_eq!(d.stats().rmw_penalties, 2);
+    // The neighbouring data was read: in the cache, no penalty.
+    let (_, d) = run(&p512, &[r(1024, 8), fua(1026, 6)]);
+    assert_eq!(d.stats().rmw_penalties, 0);
+    let (_, d) = run(&p512, &[r(2048, 8), fua(1026, 6)]);
+    assert_eq!(d.stats().rmw_penalties, 1);
+    // Never with 4Kn.
+    for reqs in [&puts[..], &three[..]] {
+        let (_, d) = run(&p4k, reqs);
+        assert_eq!(d.stats().rmw_penalties, 0);
+    }
+}
+
+#[test]
+fn a_flush_drains_the_cache() {
+    let p = drive512();
+    let n = 2048u64;
+    let count = 48u64; // 48 MiB: fits the 64 MiB cache
+    let mut d = Drive::new(&p);
+    let mut t = 0.0;
+    let mut first = 0.0;
+    for i in 0..count {
+        t = d.submit(&w(i * n, n), t);
+        if i == 0 {
+            first = t;
+        }
+    }
+    assert_eq!(d.stats().cache_full_waits, 0);
+    // The writes went in at the interface rate, faster than the media.
+    assert!(t < 48.0 * MIB as f64 / 600e6 * 1e9 + 48.0 * 100_000.0 + 1.0);
+    assert!(d.dirty_sectors() > 0);
+    let f = d.submit(&flush(), t);
+    assert_eq!(d.dirty_sectors(), 0);
+    // The destage ran from the first write's arrival: the flush ends at that + the whole
+    // stream (plus at most one revolution of positioning; the head starts at sector 0).
+    let stream = d.stream_ns(0, count * n);
+    assert!(
+        f >= first + stream && f <= first + stream + p.revolution_ns() + 1.0,
+        "flush ends {f}, first write {first}, stream {stream}"
+    );
+    // The flush waited for what was still dirty: a large share of the 48 MiB.
+    assert!(f - t > stream / 2.0);
+    // Nothing dirty: a flush is the command overhead.
+    assert_eq!(d.submit(&flush(), f), f + p.command_overhead_ns);
+    // FUA waits for the cache as well; a preflush drains before the write.
+    let (_, d1) = run(&p, &[w(0, 2048), fua(100_000, 8)]);
+    assert_eq!(d1.dirty_sectors(), 0);
+    let (_, d2) = run(
+        &p,
+        &[
+            w(0, 2048),
+            DriveRequest {
+                preflush: true,
+                ..w(100_000, 8)
+            },
+        ],
+    );
+    assert_eq!(d2.dirty_sectors(), 8);
+}
+
+#[test]
+fn just_behind_the_head_waits_most_of_a_revolution_unless_cached() {
+    let p = drive512();
+    let rev = p.revolution_ns();
+    // ext4/XFS's pattern: a put padded to 520 sectors, the next starting 7 sectors back.
+    let mut d = Drive::new(&p);
+    let t1 = d.submit(&fua(0, 520), 0.0);
+    // (Ending on a 4 KiB boundary, so that no 512e penalty adds to the wait.)
+    let t2 = d.submit(&fua(513, 527), t1);
+    assert_eq!(d.stats().rmw_penalties, 0);
+    let xfer = d.stream_ns(513, 1040);
+    let wait = t2 - t1 - p.command_overhead_ns - xfer;
+    assert!(wait > 0.95 * rev && wait < rev, "wait {wait}");
+    // Through the write cache it costs nothing at the time.
+    let mut d = Drive::new(&p);
+    let t1 = d.submit(&w(0, 520), 0.0);
+    let t2 = d.submit(&w(513, 520), t1);
+    assert!((t2 - t1 - p.command_overhead_ns - 520.0 * 512.0 / 600e6 * 1e9).abs() < 1.0);
+    // Reads: with read look-ahead the data is there (the stream went on); without, most of
+    // a revolution.
+    let no_ra = Profile {
+        readahead_bytes: 0,
+        ..p.clone()
+    };
+    for (prof, slow) in [(&p, false), (&no_ra, true)] {
+        let mut d = Drive::new(prof);
+        let t1 = d.submit(&r(0, 520), 0.0);
+        let t2 = d.submit(&r(513, 520), t1);
+        let took = t2 - t1;
+        if slow {
+            assert!(took > 0.95 * rev, "{took}");
+        } else {
+            assert!(
+                took < d.stream_ns(520, 1033) + p.command_overhead_ns + 1.0,
+                "{took}"
+            );
+        }
+    }
+}
+
+fn golden_inputs() -> (trace::Trace, Vec<replay::OpRecord>, RunReport) {
+    let t = trace::parse(
+        &std::fs::read_to_string(data("hdd-mixed.trace")).unwrap(),
+        None,
+    )
+    .unwrap();
+    let ops =
+        replay::parse_oplog(&std::fs::read_to_string(data("hdd-mixed.oplog")).unwrap()).unwrap();
+    let run: RunReport =
+        serde_json::from_str(&std::fs::read_to_string(data("hdd-mixed.run.json")).unwrap())
+            .unwrap();
+    (t, ops, run)
+}
+
+fn model_json(p: &Profile, t: &trace::Trace, ops: &[replay::OpRecord], run: &RunReport) -> String {
+    let out = hdd::model_run(&hdd::Inputs {
+        profile: p,
+        trace: t,
+        ops,
+        run: Some(run),
+        trace_label: "hdd-mixed.trace",
+        oplog_label: "hdd-mixed.oplog",
+    })
+    .unwrap();
+    serde_json::to_string_pretty(&out.report).unwrap() + "\n"
+}
+
+#[test]
+fn identical_traces_give_identical_results() {
+    let (t, ops, run) = golden_inputs();
+    for p in [drive512(), drive4k()] {
+        let a = model_json(&p, &t, &ops, &run);
+        let b = model_json(&p, &t.clone(), &ops.clone(), &run);
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn golden_replay_of_a_real_run() {
+    // tests/data/hdd-mixed.*: `minfs-bench run --workload workloads/rand-mixed-1m.wl --scale
+    // 0.002 --sync-every 10 --backend raw:/dev/loop0` traced with tracefs (Linux 6.18).
+    let (t, ops, run) = golden_inputs();
+    for p in [drive512(), drive4k()] {
+        let got = model_json(&p, &t, &ops, &run);
+        let path = data(&format!("hdd-mixed.{}.json", p.stem));
+        if std::env::var_os("HDD_BLESS").is_some() {
+            std::fs::write(&path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (HDD_BLESS=1 writes it)", path.display()));
+        assert_eq!(
+            got,
+            want,
+            "{} differs (HDD_BLESS=1 regenerates it)",
+            path.display()
+        );
+        let v: Value = serde_json::from_str(&got).unwrap();
+        // The shape of a run report, the run's fields, the model object.
+        assert_eq!(v["workload"], "workloads/rand-mixed-1m.wl");
+        assert_eq!(v["ops"], 95);
+        assert_eq!(v["kinds"].as_array().unwrap().len(), 3);
+        let m = &v["model"];
+        assert_eq!(m["profile"], p.stem.as_str());
+        assert_eq!(m["requests"], 198);
+        assert_eq!(m["unmatched_requests"], 0);
+        assert_eq!(m["flushes"], 7);
+        assert_eq!(m["modelled_total_elapsed_ns"], v["total_elapsed_ns"]);
+        assert_eq!(m["measured_total_elapsed_ns"], run.total_elapsed_ns);
+        let rmw = m["rmw_penalties"].as_u64().unwrap();
+        if p.logical_sector_bytes == 512 {
+            assert!(rmw > 0, "1 MiB puts are 2049 sectors: misaligned");
+        } else {
+            assert_eq!(rmw, 0);
+            assert!(m["misaligned_requests"].as_u64().unwrap() > 0);
+        }
+        // The physical limit is a lower bound for the modelled device time.
+        assert!(m["sequential_limit_ns"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn parser_on_real_captures() {
+    // dd on a loop device: 4 KiB O_DIRECT writes, 512-byte O_SYNC writes (each followed by
+    // flushes), a 1 MiB read split in two, 64 KiB writes + fsync, blkdiscard (its read-ahead
+    // reads and one discard).
+    let text = std::fs::read_to_string(data("hdd-dd.trace")).unwrap();
+    let t = trace::parse(&text, None).unwrap();
+    assert_eq!(t.dev, (7, 0));
+    let count = |op: ReqOp| t.requests.iter().filter(|r| r.rwbs.op == op).count();
+    assert_eq!(count(ReqOp::Flush), 7);
+    assert_eq!(count(ReqOp::Discard), 1);
+    assert_eq!(count(ReqOp::Write), 15);
+    assert_eq!(t.unmatched_issues, 0);
+    // Each flush is followed by the completion of the empty preflush request.
+    assert_eq!(
+        (t.unmatched_completions, t.unmatched_empty_completions),
+        (7, 7)
+    );
+    assert_eq!(t.requests.len(), 75);
+    let flush = t
+        .requests
+        .iter()
+        .find(|r| r.rwbs.op == ReqOp::Flush)
+        .unwrap();
+    assert_eq!((flush.sectors, flush.rwbs_text.as_str()), (0, "FF"));
+    assert!(flush.complete_ns > flush.issue_ns);
+    let split: Vec<u64> = t
+        .requests
+        .iter()
+        .filter(|r| r.rwbs_text == "RS")
+        .map(|r| r.sectors)
+        .collect();
+    assert_eq!(split, [1552, 496, 1552, 496]);
+    assert!(t.requests.iter().any(|r| r.rwbs.readahead));
+    assert!(t
+        .requests
+        .windows(2)
+        .all(|p| p[0].issue_ns <= p[1].issue_ns));
+
+    // Buffered writes merged into one request (with block_bio_queue, block_bio_backmerge
+    // events in the trace, ignored), 512-byte direct writes, O_DSYNC writes.
+    let text = std::fs::read_to_string(data("hdd-merge.trace")).unwrap();
+    let events = trace::parse_events(&text).unwrap();
+    assert_eq!(events.len(), 23 + 27);
+    let t = trace::pair(&events, None).unwrap();
+    assert_eq!(t.requests.len(), 23);
+    assert_eq!(
+        (t.requests[0].sector, t.requests[0].sectors),
+        (0, 512),
+        "64 bios merged"
+    );
+    assert_eq!(t.requests[0].comm, "dd");
+    assert_eq!(t.unmatched_completions, 4);
+
+    // The golden trace: task names with spaces (`opt cgu.0`), 1 MiB puts split in two.
+    let t = golden_inputs().0;
+    assert_eq!(t.requests.len(), 198);
+    let w: Vec<&trace::Request> = t
+        .requests
+        .iter()
+        .filter(|r| r.rwbs_text == "WS" && r.sectors > 8)
+        .collect();
+    assert_eq!(w.len(), 100);
+    for pair in w.chunks(2) {
+        assert_eq!(pair[0].sector + pair[0].sectors, pair[1].sector);
+        assert_eq!(pair[0].sectors + pair[1].sectors, 2049, "1 MiB + 2 bytes");
+    }
+
+    // A malformed line is named by its number; a truncated trace (issue without completion)
+    // is counted.
+    let mut lines: Vec<&str> = text.lines().collect();
+    let n = lines
+        .iter()
+        .position(|l| l.contains("block_rq_issue"))
+        .unwrap();
+    let bad = lines[n].replace("+ ", "+ x");
+    lines[n] = &bad;
+    let e = trace::parse(&lines.join("\n"), None).unwrap_err();
+    assert_eq!(e.line, n + 1);
+    assert!(
+        e.to_string().starts_with(&format!("line {}: ", n + 1)),
+        "{e}"
+    );
+    let text = std::fs::read_to_string(data("hdd-merge.trace")).unwrap();
+    let last_complete = text.rfind("block_rq_complete: 7,0 WS () 2408 + 8").unwrap();
+    let line_start = text[..last_complete].rfind('\n').unwrap();
+    let line_end = last_complete + text[last_complete..].find('\n').unwrap();
+    let cut = format!("{}{}", &text[..line_start], &text[line_end..]);
+    assert_eq!(trace::parse(&cut, None).unwrap().unmatched_issues, 1);
+}
+
+fn bin() -> Command {
+    Command::cargo_bin("minfs-bench").unwrap()
+}
+
+#[test]
+fn cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    let oplog_out = dir.path().join("m.oplog");
+    let out = bin()
+        .args(["hdd-replay", "--profile", "st1000dm003"])
+        .arg(data("hdd-mixed.trace"))
+        .arg(data("hdd-mixed.oplog"))
+        .arg("--run")
+        .arg(data("hdd-mixed.run.json"))
+        .arg("--json")
+        .arg(&json)
+        .arg("--oplog-out")
+        .arg(&oplog_out)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("kind = Put(1048576), count = 50"), "{text}");
+    assert!(
+        text.contains("model     st1000dm003 (Seagate Barracuda"),
+        "{text}"
+    );
+    assert!(
+        text.contains("total elapsed by commands: measured"),
+        "{text}"
+    );
+    // The file is the golden report.
+    let file = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(
+        file,
+        std::fs::read_to_string(data("hdd-mixed.st1000dm003.json")).unwrap()
+    );
+    // The modelled op-log: same operations, modelled latencies.
+    let ops = replay::parse_oplog(&std::fs::read_to_string(&oplog_out).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(&file).unwrap();
+    assert_eq!(ops.len(), 95);
+    let sum: u64 = ops.iter().map(|o| o.end_ns - o.start_ns).sum();
+    assert_eq!(sum, v["total_elapsed_ns"].as_u64().unwrap());
+    // JSON to stdout, a profile given as a path, no --run.
+    let out = bin()
+        .args(["hdd-replay", "--json", "-", "--profile"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/st1000dm003-4kn.toml"))
+        .arg(data("hdd-mixed.trace"))
+        .arg(data("hdd-mixed.oplog"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["model"]["profile"], "st1000dm003-4kn");
+    assert_eq!(v["workload"], data("hdd-mixed.oplog").display().to_string());
+    assert_eq!(v["ops"], 95);
+
+    // Errors: exit 1 with the file and line, or what is available.
+    let bad_trace = dir.path().join("bad.trace");
+    let text = std::fs::read_to_string(data("hdd-mixed.trace")).unwrap();
+    std::fs::write(
+        &bad_trace,
+        text.replacen(
+            "block_rq_complete: 7,0 RS () 0 + 256",
+            "block_rq_complete: 7,0 RS () 0 + ",
+            1,
+        ),
+    )
+    .unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("block_rq_complete: 7,0 RS () 0 + 256"))
+        .unwrap()
+        + 1;
+    let err = bin()
+        .args(["hdd-replay", "--profile", "st1000dm003"])
+        .arg(&bad_trace)
+        .arg(data("hdd-mixed.oplog"))
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(
+        err.contains(&format!("bad.trace: line {line}: block_rq_complete:")),
+        "{err}"
+    );
+    let err = bin()
+        .args(["hdd-replay", "--profile", "nosuch"])
+        .arg(data("hdd-mixed.trace"))
+        .arg(data("hdd-mixed.oplog"))
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(
+        err.contains("no profile `nosuch`") && err.contains("st1000dm003-4kn"),
+        "{err}"
+    );
+    // LBAs past the drive's end are refused.
+    let far = dir.path().join("far.trace");
+    let issue = text
+        .lines()
+        .find(|l| l.contains("block_rq_issue: 7,0 WS") && l.contains("+ 1056"))
+        .unwrap();
+    let (head, tail) = issue.split_once("() ").unwrap();
+    let (_, rest) = tail.split_once(' ').unwrap();
+    let far_issue = format!("{head}() 1953525000 {rest}");
+    let complete = text
+        .lines()
+        .find(|l| l.contains("block_rq_complete: 7,0 WS () 1558 + 1056"))
+        .unwrap();
+    let far_complete = complete.replace("() 1558 ", "() 1953525000 ");
+    std::fs::write(
+        &far,
+        text.replace(issue, &far_issue)
+            .replace(complete, &far_complete),
+    )
+    .unwrap();
+    let err = bin()
+        .args(["hdd-replay", "--profile", "st1000dm003"])
+        .arg(&far)
+        .arg(data("hdd-mixed.oplog"))
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains("ends past the 1953525168 sectors"), "{err}");
+    // An op-log of another run.
+    let err = bin()
+        .args(["hdd-replay", "--profile", "st1000dm003"])
+        .arg(data("hdd-mixed.trace"))
+        .arg(data("hdd-mixed.oplog"))
+        .arg("--run")
+        .arg(data("hdd-mixed.st1000dm003.json"))
+        .assert()
+        .success();
+    drop(err);
+    let wrong = dir.path().join("wrong.oplog");
+    std::fs::write(&wrong, "0\tnew\t1\t10\t5\t6\n").unwrap();
+    let err = bin()
+        .args(["hdd-replay", "--profile", "st1000dm003"])
+        .arg(data("hdd-mixed.trace"))
+        .arg(&wrong)
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8(err)
+        .unwrap()
+        .contains("do not overlap in time"));
+    bin().args(["hdd-replay", "--profile"]).assert().code(2);
+}

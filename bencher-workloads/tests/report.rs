@@ -1,0 +1,558 @@
+//! `minfs-bench report DIR` end to end on a synthetic comparison directory: 2 workloads ×
+//! 3 targets × 2 runs with one failed run, small op-logs, and later modelled reports. The
+//! figures asserted are worked out by hand in the comments.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use bencher_workloads::run::report::{RunInfo, RunReport};
+use bencher_workloads::run::stats::{KindReport, Percentiles};
+use predicates::prelude::PredicateBooleanExt;
+use serde_json::{json, Value};
+
+const S: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+
+fn bench() -> Command {
+    Command::cargo_bin("minfs-bench").unwrap()
+}
+
+fn kind(name: &str, count: u64, p: [u64; 5], max: u64) -> KindReport {
+    KindReport {
+        kind: name.to_string(),
+        count,
+        total_ns: p[0] * count,
+        mean_ns: p[0] as f64,
+        min_ns: p[0] / 2,
+        max_ns: max,
+        percentiles_ns: Percentiles {
+            p50: p[0],
+            p90: p[1],
+            p95: p[2],
+            p99: p[3],
+            p99_9: p[4],
+        },
+        bytes: 0,
+    }
+}
+
+/// A run report with these totals; one `Put(262144)` kind whose times scale with `p50`.
+fn report(workload: &str, backend: &str, total: u64, wall: u64, bw: f64, p50: u64) -> RunReport {
+    let put = kind(
+        "Put(262144)",
+        1000,
+        [p50, 2 * p50, 3 * p50, 4 * p50, 5 * p50],
+        6 * p50,
+    );
+    let sync = kind("Sync", 10, [MS; 5], 2 * MS);
+    RunReport {
+        info: RunInfo {
+            workload: format!("workloads/{workload}.wl"),
+            backend: backend.to_string(),
+            capacity: 1 << 30,
+            block_size: 512,
+            journal_ratio: 0.01,
+            journal_region_bytes: 1 << 20,
+            data_region_bytes: 1 << 29,
+            seed: 0,
+            scale: 0.1,
+            sync_every: None,
+            verify: false,
+        },
+        ops: 1010,
+        put_bytes: 262_144_000,
+        embed_bytes: 0,
+        get_bytes: 0,
+        total_elapsed_ns: total,
+        wall_ns: wall,
+        bw_bytes_per_sec: bw,
+        wall_bw_bytes_per_sec: bw / 2.0,
+        kinds: vec![put, sync.clone()],
+        overall: kind("overall", 1010, [p50, p50, p50, 2 * p50, 2 * p50], 6 * p50),
+    }
+}
+
+fn write_oplog(path: &Path, latencies: &[u64]) {
+    let mut text = bencher_workloads::run::oplog::HEADER.to_string();
+    let mut t = 5_000_000_000u64;
+    for (seq, l) in latencies.iter().enumerate() {
+        text.push_str(&format!(
+            "{seq}\tnew\t{}\t262144\t{t}\t{}\n",
+            seq + 1,
+            t + l
+        ));
+        t += l + 100;
+    }
+    fs::write(path, text).unwrap();
+}
+
+fn run_dir(dir: &Path, w: &str, t: &str) -> PathBuf {
+    let d = dir.join("runs").join(w).join(t);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The fixture (totals in s, bandwidth in MB/s, op-log latencies in µs):
+///
+/// | workload | target | run 1 | run 2 | median | ratio |
+/// | seq-256k | minfs | 10 s, 200 MB/s, wall 11 s | 12 s, 300 MB/s, wall 13 s | 11 s | 1 |
+/// | seq-256k | ext4 | 16 s | 20 s | 18 s | 18/11 = 1.636 → 1.64 |
+/// | seq-256k | xfs | 30 s | failed | 30 s | 30/11 = 2.727 → 2.73 (1/2 runs) |
+/// | rand-mixed-1m | minfs | 4 s | 6 s | 5 s | 1 |
+/// | rand-mixed-1m | ext4 | 5 s | 5 s | 5 s | 1.00 |
+/// | rand-mixed-1m | xfs | 2 s | 3 s | 2.5 s | 0.50 |
+///
+/// p50 of Put(262144), seq-256k, minfs: 8 ms and 10 ms → 9.00 ms; max 6 × that → 54.0 ms.
+fn fixture(dir: &Path) {
+    fs::write(
+        dir.join("compare.json"),
+        serde_json::to_string_pretty(&json!({
+            "workloads": ["seq-256k", "rand-mixed-1m"],
+            "targets": ["minfs", "ext4", "xfs"],
+            "runs": 2,
+            "scale": 0.1,
+            "seed": null,
+            "block_size": 512,
+            "device": "/dev/loop3 (loop over /var/tmp/x.img)",
+            "sector_size": 512
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    fs::write(dir.join("SETUP.md"), "# Setup\n").unwrap();
+    // (workload, target, run 1 and 2: Some((total s, wall s, MB/s, p50 ms)) or None = failed)
+    type Run = Option<(u64, u64, f64, u64)>;
+    let runs: [(&str, &str, [Run; 2]); 6] = [
+        (
+            "seq-256k",
+            "minfs",
+            [Some((10, 11, 200.0, 8)), Some((12, 13, 300.0, 10))],
+        ),
+        (
+            "seq-256k",
+            "ext4",
+            [Some((16, 17, 130.0, 14)), Some((20, 21, 110.0, 16))],
+        ),
+        ("seq-256k", "xfs", [Some((30, 31, 80.0, 20)), None]),
+        (
+            "rand-mixed-1m",
+            "minfs",
+            [Some((4, 5, 500.0, 2)), Some((6, 7, 400.0, 3))],
+        ),
+        (
+            "rand-mixed-1m",
+            "ext4",
+            [Some((5, 6, 450.0, 2)), Some((5, 6, 450.0, 2))],
+        ),
+        (
+            "rand-mixed-1m",
+            "xfs",
+            [Some((2, 3, 900.0, 1)), Some((3, 4, 800.0, 1))],
+        ),
+    ];
+    for (w, t, rs) in runs {
+        let d = run_dir(dir, w, t);
+        for (i, r) in rs.iter().enumerate() {
+            let k = i + 1;
+            match r {
+                Some((total, wall, mbps, p50)) => {
+                    let rep = report(w, t, total * S, wall * S, mbps * 1e6, p50 * MS);
+                    fs::write(
+                        d.join(format!("run-{k}.json")),
+                        serde_json::to_string_pretty(&rep).unwrap(),
+                    )
+                    .unwrap();
+                }
+                None => fs::write(
+                    d.join(format!("run-{k}.error")),
+                    "minfs-bench: error: Cannyls: StorageFull (use a larger --capacity)\nmore\n",
+                )
+                .unwrap(),
+            }
+            // Op-logs: minfs runs 1 and 2 have 3 and 2 operations, the others 3 each; the
+            // failed run's partial op-log is not counted.
+            let lat: &[u64] = if t == "minfs" && k == 2 {
+                &[40_000, 50_000]
+            } else {
+                &[1_000, 20_000, 300_000]
+            };
+            write_oplog(&d.join(format!("run-{k}.oplog")), lat);
+            // A block trace: ignored.
+            fs::write(d.join(format!("run-{k}.trace")), "trace").unwrap();
+        }
+    }
+}
+
+/// Modelled reports for seq-256k: totals minfs 20, 22 (median 21 s, sequential limit 10 s →
+/// total/limit 2.10); ext4 42, 42 → 2.00; xfs 63 (run 1 only) → 3.00 (1/2 runs).
+fn add_modelled(dir: &Path) {
+    let w = "seq-256k";
+    for (t, totals) in [
+        ("minfs", vec![(1, 20), (2, 22)]),
+        ("ext4", vec![(1, 42), (2, 42)]),
+        ("xfs", vec![(1, 63)]),
+    ] {
+        for (k, total) in totals {
+            let rep = report(w, t, total * S, total * S, 50e6, 30 * MS);
+            let mut v = serde_json::to_value(&rep).unwrap();
+            v["model"] = json!({
+                "profile": "st1000dm003",
+                "profile_name": "Seagate ST1000DM003 (512e, modelled)",
+                "sequential_limit_ns": 10 * S,
+                "requests": 1234
+            });
+            fs::write(
+                run_dir(dir, w, t).join(format!("run-{k}.model-st1000dm003.json")),
+                serde_json::to_string(&v).unwrap(),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// Runs `report DIR`, asserts success and that it printed DIR/report.md; returns report.md.
+fn render(dir: &Path) -> String {
+    let out = bench().arg("report").arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{}\n", dir.join("report.md").display())
+    );
+    fs::read_to_string(dir.join("report.md")).unwrap()
+}
+
+/// All files under `dir/plots` and report.md, sorted, with their bytes.
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = fs::read_dir(dir.join("plots"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                format!("plots/{}", e.file_name().to_string_lossy()),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.push(("report.md".into(), fs::read(dir.join("report.md")).unwrap()));
+    v.sort();
+    v
+}
+
+fn line_with<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starting with {start:?} in\n{text}"))
+}
+
+#[test]
+fn renders_tables_plots_and_modelled_sections_deterministically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    let md = render(dir);
+
+    // Header: the facts of compare.json, SETUP.md, the baseline.
+    assert!(md.starts_with("# minfs-bench comparison\n"), "{md}");
+    assert!(md.contains(
+        "Scale 0.1, 2 runs per workload and target, block size 512 bytes, each workload's own \
+         seed, device /dev/loop3 (loop over /var/tmp/x.img) (512-byte sectors)."
+    ));
+    assert!(md.contains("[SETUP.md](SETUP.md)"));
+    assert!(md.contains("so minfs = 1 and above 1 means slower than minfs"));
+    assert!(!md.contains("is the baseline"));
+    assert!(!md.contains(&dir.display().to_string()), "no absolute path");
+
+    // Summary: workloads in compare.json's order, targets as columns.
+    assert_eq!(
+        line_with(&md, "| Workload |"),
+        "| Workload | minfs | ext4 | xfs |"
+    );
+    assert_eq!(
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
+    );
+    assert_eq!(
+        line_with(&md, "| rand-mixed-1m |"),
+        "| rand-mixed-1m | 1 | 1.00 | 0.50 |"
+    );
+    assert!(md.find("| seq-256k |").unwrap() < md.find("| rand-mixed-1m |").unwrap());
+    assert!(md.contains("![ratios](plots/ratios.svg)"));
+
+    // Per workload: medians, min–max, ratio, MB/s, wall, runs.
+    let seq = &md[md.find("## seq-256k").unwrap()..md.find("## rand-mixed-1m").unwrap()];
+    assert!(seq.contains(
+        "| Target | total elapsed, median (min–max) | ratio | MB/s | wall, median | runs ok |"
+    ));
+    assert!(seq.contains("| minfs | 11.0 s (10.0 s–12.0 s) | 1 | 250.0 | 12.0 s | 2/2 |\n"));
+    assert!(seq.contains("| ext4 | 18.0 s (16.0 s–20.0 s) | 1.64 | 120.0 | 19.0 s | 2/2 |\n"));
+    assert!(seq.contains(
+        "| xfs | 30.0 s (30.0 s–30.0 s) | 2.73 | 80.0 | 31.0 s | 1/2: run 2 failed (see \
+         [run-2.error](runs/seq-256k/xfs/run-2.error)) |\n"
+    ));
+    assert!(seq.contains(
+        "- xfs run 2: minfs-bench: error: Cannyls: StorageFull (use a larger --capacity) \
+         ([run-2.error](runs/seq-256k/xfs/run-2.error))"
+    ));
+    // Per kind: p50 median of 8 and 10 ms = 9 ms; p90 16/20 → 18; … max 48/60 → 54.
+    assert!(seq.contains("| Kind | Target | count | p50 | p90 | p95 | p99 | p99.9 | max |"));
+    assert!(seq.contains(
+        "| Put(262144) | minfs | 1000 | 9.00 ms | 18.0 ms | 27.0 ms | 36.0 ms | 45.0 ms | 54.0 ms |"
+    ));
+    assert!(seq.contains(
+        "| Put(262144) | xfs | 1000 | 20.0 ms | 40.0 ms | 60.0 ms | 80.0 ms | 100 ms | 120 ms |"
+    ));
+    assert!(seq.contains(
+        "| Sync | ext4 | 10 | 1.00 ms | 1.00 ms | 1.00 ms | 1.00 ms | 1.00 ms | 2.00 ms |"
+    ));
+    // Kinds in the run report's order, overall last.
+    let put = seq.find("| Put(262144) | minfs").unwrap();
+    let sync = seq.find("| Sync | minfs").unwrap();
+    let overall = seq.find("| overall | minfs").unwrap();
+    assert!(put < sync && sync < overall);
+    assert!(seq.contains("pooled: 5 op-logs)"), "{seq}");
+    assert!(seq.contains("![latency CDF of seq-256k](plots/cdf-seq-256k.svg)"));
+    let rand = &md[md.find("## rand-mixed-1m").unwrap()..];
+    assert!(rand.contains("| xfs | 2.50 s (2.00 s–3.00 s) | 0.50 | 850.0 | 3.50 s | 2/2 |"));
+    assert!(!rand.contains("failed"));
+    assert!(!md.contains("Modelled on"));
+
+    // Plots: one per workload, the ratios; SVG with a curve and a legend entry per target.
+    let cdf = fs::read_to_string(dir.join("plots/cdf-seq-256k.svg")).unwrap();
+    assert!(cdf.starts_with("<svg "), "{}", &cdf[..80]);
+    assert!(cdf.trim_end().ends_with("</svg>"));
+    for (colour, legend) in [
+        ("#1F77B4", "minfs (5 ops)"),
+        ("#FF7F0E", "ext4 (6 ops)"),
+        // Only run 1's op-log: run 2 failed.
+        ("#2CA02C", "xfs (3 ops)"),
+    ] {
+        assert!(cdf.contains(legend), "{legend}");
+        let curve = format!("stroke=\"{colour}\" stroke-width=\"2\" points=\"");
+        assert_eq!(cdf.matches(&curve).count(), 2, "curve + legend in {colour}");
+    }
+    assert!(dir.join("plots/cdf-rand-mixed-1m.svg").is_file());
+    let ratios = fs::read_to_string(dir.join("plots/ratios.svg")).unwrap();
+    assert!(ratios.starts_with("<svg "));
+    for label in [
+        "seq-256k",
+        "rand-mixed-1m",
+        "minfs",
+        "ext4",
+        "xfs",
+        "1.64",
+        "2.73",
+        "0.50",
+    ] {
+        assert!(ratios.contains(&format!(">\n{label}\n</text>")), "{label}");
+    }
+
+    // Rendering again changes nothing.
+    let first = outputs(dir);
+    assert_eq!(
+        first.len(),
+        4,
+        "{:?}",
+        first.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    render(dir);
+    assert_eq!(first, outputs(dir));
+
+    // Modelled reports add a section per profile and a plot.
+    add_modelled(dir);
+    let md = render(dir);
+    let m = &md[md
+        .find("# Modelled on Seagate ST1000DM003 (512e, modelled)")
+        .expect("modelled section")..];
+    assert!(m.contains("(profile `st1000dm003`)"));
+    assert_eq!(
+        line_with(m, "| seq-256k |"),
+        "| seq-256k | 1 | 2.00 | 3.00 (1/2 runs) |"
+    );
+    assert_eq!(
+        line_with(m, "| rand-mixed-1m |"),
+        "| rand-mixed-1m | — | — | — |"
+    );
+    let mseq = &m[m.find("## seq-256k (modelled)").unwrap()..];
+    assert!(mseq.contains("| minfs | 21.0 s (20.0 s–22.0 s) | 1 | 50.0 | 10.0 s | 2.10 | 2/2 |"));
+    assert!(mseq.contains("| ext4 | 42.0 s (42.0 s–42.0 s) | 2.00 | 50.0 | 10.0 s | 4.20 | 2/2 |"));
+    assert!(mseq.contains("| xfs | 63.0 s (63.0 s–63.0 s) | 3.00 | 50.0 | 10.0 s | 6.30 | 1/2 |"));
+    assert!(mseq.contains(
+        "| Put(262144) | ext4 | 1000 | 30.0 ms | 60.0 ms | 90.0 ms | 120 ms | 150 ms | 180 ms |"
+    ));
+    assert!(
+        m.contains("| minfs | — | — | — | — | — | 0/2 |"),
+        "rand-mixed-1m unmodelled"
+    );
+    assert!(m.contains("(plots/modelled-vs-measured-st1000dm003.svg)"));
+    let mm = fs::read_to_string(dir.join("plots/modelled-vs-measured-st1000dm003.svg")).unwrap();
+    assert!(mm.starts_with("<svg ") && mm.contains("modelled on Seagate ST1000DM003"));
+    // The measured part is unchanged.
+    assert_eq!(
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
+    );
+    let second = outputs(dir);
+    assert_eq!(second.len(), 5);
+    render(dir);
+    assert_eq!(second, outputs(dir));
+}
+
+#[test]
+fn order_extra_and_missing_targets_and_no_minfs_baseline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    // Listed but never run: raw. Run but not listed: btrfs (appended after the listed ones).
+    let mut meta: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
+    meta["targets"] = json!(["minfs", "ext4", "xfs", "raw"]);
+    fs::write(dir.join("compare.json"), meta.to_string()).unwrap();
+    let rep = report("seq-256k", "btrfs", 22 * S, 23 * S, 1e8, MS);
+    fs::write(
+        run_dir(dir, "seq-256k", "btrfs").join("run-1.json"),
+        serde_json::to_string(&rep).unwrap(),
+    )
+    .unwrap();
+    let md = render(dir);
+    assert_eq!(
+        line_with(&md, "| Workload |"),
+        "| Workload | minfs | ext4 | xfs | raw | btrfs |"
+    );
+    assert_eq!(
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
+    );
+    assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
+
+    // Without minfs, the first target is the baseline and the text says so.
+    let meta = json!({"targets": ["ext4", "xfs"]});
+    fs::write(dir.join("compare.json"), meta.to_string()).unwrap();
+    for w in ["seq-256k", "rand-mixed-1m"] {
+        fs::remove_dir_all(dir.join("runs").join(w).join("minfs")).unwrap();
+    }
+    fs::remove_dir_all(dir.join("runs/seq-256k/btrfs")).unwrap();
+    fs::write(dir.join("plots/cdf-gone.svg"), "<svg/>").unwrap();
+    fs::write(dir.join("plots/notes.txt"), "mine").unwrap();
+    let md = render(dir);
+    assert!(md.contains("There is no `minfs` target, so the first target, ext4, is the baseline."));
+    assert!(md.contains("so ext4 = 1 and above 1 means slower than ext4"));
+    // Workloads not in compare.json: sorted. xfs/ext4 = 30/18 = 1.67 and 2.5/5 = 0.50.
+    assert_eq!(line_with(&md, "| Workload |"), "| Workload | ext4 | xfs |");
+    assert!(md.find("| rand-mixed-1m |").unwrap() < md.find("| seq-256k |").unwrap());
+    assert_eq!(
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 1 | 1.67 (1/2 runs) |"
+    );
+    assert_eq!(
+        line_with(&md, "| rand-mixed-1m |"),
+        "| rand-mixed-1m | 1 | 0.50 |"
+    );
+    // A plot no workload makes any more is removed; other files stay.
+    assert!(!dir.join("plots/cdf-gone.svg").exists());
+    assert!(dir.join("plots/notes.txt").exists());
+    assert!(dir.join("plots/cdf-seq-256k.svg").exists());
+}
+
+#[test]
+fn bad_inputs_fail_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+
+    // Not a comparison directory.
+    bench()
+        .arg("report")
+        .arg(dir)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "{}: no such file",
+            dir.join("compare.json").display()
+        )));
+
+    fixture(dir);
+    // A run report that does not parse.
+    let bad = dir.join("runs/rand-mixed-1m/ext4/run-1.json");
+    fs::write(&bad, "{\"ops\": 3,").unwrap();
+    let out = bench().arg("report").arg(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with(&format!(
+            "minfs-bench: error: {}: not a valid JSON report",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        !dir.join("report.md").exists(),
+        "nothing written on failure"
+    );
+    // Valid JSON, but not a run report.
+    fs::write(&bad, "{\"ops\": 3}").unwrap();
+    bench().arg("report").arg(dir).assert().code(1).stderr(
+        predicates::str::contains(bad.display().to_string())
+            .and(predicates::str::contains("missing field")),
+    );
+    fs::remove_file(&bad).unwrap();
+
+    // A malformed compare.json.
+    fs::write(dir.join("compare.json"), "{\"runs\": \"three\"}").unwrap();
+    bench()
+        .arg("report")
+        .arg(dir)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("compare.json: not a valid JSON"));
+    fs::write(dir.join("compare.json"), "{}").unwrap();
+
+    // A modelled report without its "model" object.
+    let model = dir.join("runs/seq-256k/minfs/run-1.model-x.json");
+    fs::copy(dir.join("runs/seq-256k/minfs/run-1.json"), &model).unwrap();
+    bench().arg("report").arg(dir).assert().code(1).stderr(
+        predicates::str::contains("run-1.model-x.json")
+            .and(predicates::str::contains("missing field `model`")),
+    );
+    fs::remove_file(&model).unwrap();
+
+    // A malformed op-log line.
+    let log = dir.join("runs/seq-256k/ext4/run-2.oplog");
+    fs::write(&log, "# header\n0\tnew\t1\t10\tx\t20\n").unwrap();
+    bench()
+        .arg("report")
+        .arg(dir)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "{}:2: not an op-log line: start_ns `x` is not a number",
+            log.display()
+        )));
+    fs::remove_file(&log).unwrap();
+
+    // With every key of compare.json missing it still renders: 2 runs found on disk,
+    // targets sorted, minfs still the baseline.
+    let md = render(dir);
+    assert!(
+        md.starts_with(
+            "# minfs-bench comparison\n\n2 runs per workload and target, each workload's own \
+             seed.\n"
+        ),
+        "{md}"
+    );
+    assert_eq!(
+        line_with(&md, "| Workload |"),
+        "| Workload | ext4 | minfs | xfs |"
+    );
+    assert_eq!(
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 1.64 | 1 | 2.73 (1/2 runs) |"
+    );
+
+    // Usage errors.
+    bench().arg("report").assert().code(2);
+    bench().args(["report", "a", "b"]).assert().code(2);
+}
