@@ -22,8 +22,9 @@
 #   --workloads LIST    comma-separated workload names (bencher-workloads/workloads/NAME.wl) or
 #                       paths (default: the six reference workloads)
 #   --targets LIST      comma-separated, from: minfs ext4 ext4-prealloc xfs xfs-prealloc raw
-#                       minfs-4k (minfs at block size 4096) minfs-fuse (FileNvm on a file of a
-#                       FUSE-mounted minfs) (default: minfs,ext4,ext4-prealloc,xfs,xfs-prealloc,raw)
+#                       minfs-4k (minfs at block size 4096) minfs-fuse (Cannyls' FileNvm on
+#                       a file of a FUSE-mounted minfs: `minfs mount`) (default: all of them;
+#                       minfs-fuse is left out with a note where /dev/fuse is missing)
 #   --scale F           multiply every workload count by F (default 0.1)
 #   --runs N            runs per workload and target; targets are interleaved run by run and
 #                       the report shows the median and min–max (default 3)
@@ -58,7 +59,8 @@ image_size=""
 sector_size=512
 keep_image=0
 workloads="seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k"
-targets="minfs,ext4,ext4-prealloc,xfs,xfs-prealloc,raw"
+targets="minfs,minfs-4k,minfs-fuse,ext4,ext4-prealloc,xfs,xfs-prealloc,raw"
+targets_given=0
 scale=0.1
 runs=3
 block_size=512
@@ -78,7 +80,7 @@ while [ $# -gt 0 ]; do
     --sector-size) need_arg "$@"; sector_size=$2; shift 2 ;;
     --keep-image) keep_image=1; shift ;;
     --workloads) need_arg "$@"; workloads=$2; shift 2 ;;
-    --targets) need_arg "$@"; targets=$2; shift 2 ;;
+    --targets) need_arg "$@"; targets=$2; targets_given=1; shift 2 ;;
     --scale) need_arg "$@"; scale=$2; shift 2 ;;
     --runs) need_arg "$@"; runs=$2; shift 2 ;;
     --block-size) need_arg "$@"; block_size=$2; shift 2 ;;
@@ -156,8 +158,16 @@ fi
 [ -x "$minfs" ] || die "no minfs binary at $minfs"
 [ -x "$bench" ] || die "no minfs-bench binary at $bench"
 if [[ " ${target_list[*]} " == *" minfs-fuse "* ]]; then
-  "$minfs" mount --help >/dev/null 2>&1 || die "target minfs-fuse: this minfs has no 'mount'"
-  [ -e /dev/fuse ] || die "target minfs-fuse: /dev/fuse is missing (modprobe fuse)"
+  why=""
+  "$minfs" mount --help >/dev/null 2>&1 || why="this minfs has no 'mount' (built without the fuse feature)"
+  [ -e /dev/fuse ] || why="/dev/fuse is missing (modprobe fuse)"
+  if [ -n "$why" ]; then
+    [ "$targets_given" = 1 ] && die "target minfs-fuse: $why"
+    say "leaving out target minfs-fuse: $why"
+    kept=()
+    for t in "${target_list[@]}"; do [ "$t" = minfs-fuse ] || kept+=("$t"); done
+    target_list=("${kept[@]}")
+  fi
 fi
 
 # ---------------------------------------------------------------- cleanup
@@ -205,11 +215,13 @@ size_bytes() { # "8G" → bytes (K/M/G/T powers of 1024)
 seed_args=()
 [ -n "$seed" ] && seed_args=(--seed "$seed")
 max_capacity=0
+capacities=()
 for f in "${workload_files[@]}"; do
   json=$("$bench" check --json --scale "$scale" --block-size "$block_size" "${seed_args[@]}" "$f") \
     || usage_error "workload $f does not check (see above)"
   cap=$(sed -n 's/.*"capacity":\([0-9]*\).*/\1/p' <<<"$json")
   [ -n "$cap" ] || die "minfs-bench check printed no capacity for $f"
+  capacities+=("$cap")
   [ "$cap" -gt "$max_capacity" ] && max_capacity=$cap
 done
 need_bytes=$(( max_capacity + max_capacity * 15 / 100 + (256 << 20) ))
@@ -363,9 +375,13 @@ prepare() {
       record "$t" "$minfs" mkfs -f -L compare "$dev"
       "$minfs" mkfs -f -L compare "$dev" >/dev/null
       record "$t" "$minfs" mount "$dev" "$mnt"
-      "$minfs" mount "$dev" "$mnt"
+      "$minfs" mount "$dev" "$mnt" >/dev/null
       fuse_mounted=1
-      backend="file-prealloc:$mnt/cannyls.lusf"
+      # FileNvm opens an existing file only when it holds a Cannyls header, so the storage
+      # file is sized first (a minfs file of one extent) and taken by `existing-file:`.
+      record "$t" truncate -s CAPACITY "$mnt/cannyls.lusf"
+      truncate -s "$cur_capacity" "$mnt/cannyls.lusf"
+      backend="existing-file:$mnt/cannyls.lusf"
       ;;
     ext4|ext4-prealloc)
       record "$t" "${ext4_mkfs[@]}" "$dev"
@@ -395,7 +411,7 @@ prepare() {
 release() {
   case $1 in
     minfs-fuse)
-      "$minfs" umount "$mnt"; fuse_mounted=0
+      "$minfs" umount "$mnt" >/dev/null; fuse_mounted=0
       record "$1" "$minfs" umount "$mnt" ;;
     ext4*|xfs*)
       umount "$mnt"
@@ -418,6 +434,7 @@ for ((k = 1; k <= runs; k++)); do
   for wi in "${!workload_names[@]}"; do
     w=${workload_names[$wi]}
     wf=${workload_files[$wi]}
+    cur_capacity=${capacities[$wi]}
     # Rotate the target order from run to run so no target always goes first.
     for ((j = 0; j < nt; j++)); do
       t=${target_list[$(( (j + k - 1) % nt ))]}

@@ -3,6 +3,12 @@
 # formatting, clippy with warnings as errors, and every test of the workspace.
 # Loop-device tests need root; without it they are skipped with a printed reason
 # (MINFS_REQUIRE_LOOP=1 turns those skips into failures, as CI does).
+#
+# The reliability suites (README "Reliability": minfs/tests/crash_sweep.rs, io_errors.rs,
+# cannyls-adapter/tests/crash.rs) run once, inside `cargo test --workspace`, at their default
+# counts. cargo test hides a passing test's output, so each suite also leaves its counts line
+# in <target>/tmp/reliability-<suite>.txt; they are printed at the end, so that CI's log shows
+# them. scripts/reliability.sh runs the suites alone with larger counts (nightly).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +23,32 @@ if [ "$(id -u)" = 0 ]; then
   fi
 fi
 
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+  sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+counts_dir="${target_dir:-target}/tmp"
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+rm -f "$counts_dir"/reliability-*.txt
 cargo test --workspace
+
+echo
+echo "Reliability suites (counts at CI defaults; nightly: scripts/reliability.sh --crash-seeds 100000):"
+status=0
+for suite in crash_sweep cannyls_crash io_errors; do
+  if [ -f "$counts_dir/reliability-$suite.txt" ]; then
+    cat "$counts_dir/reliability-$suite.txt"
+  else
+    echo "$suite: no counts (did the suite run?)"
+    status=1
+  fi
+done
+# Counts left by other suites following the same convention.
+for f in "$counts_dir"/reliability-*.txt; do
+  [ -e "$f" ] || continue
+  case "$(basename "$f")" in
+    reliability-crash_sweep.txt|reliability-cannyls_crash.txt|reliability-io_errors.txt) ;;
+    *) cat "$f" ;;
+  esac
+done
+exit "$status"

@@ -332,15 +332,33 @@ fn other_failures_and_usage_errors() {
 fn check_capacity_is_the_capacity_run_uses() {
     let seq = workloads_dir().join("seq-256k.wl");
     for bs in ["512", "4096"] {
-        let v = check_json(&["--scale", "0.001", "--block-size", bs, seq.to_str().unwrap()]);
+        let v = check_json(&[
+            "--scale",
+            "0.001",
+            "--block-size",
+            bs,
+            seq.to_str().unwrap(),
+        ]);
         let out = Command::cargo_bin("minfs-bench")
             .unwrap()
-            .args(["run", "--scale", "0.001", "--backend", "memory", "--json", "-"])
+            .args([
+                "run",
+                "--scale",
+                "0.001",
+                "--backend",
+                "memory",
+                "--json",
+                "-",
+            ])
             .args(["--block-size", bs, "--workload"])
             .arg(&seq)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let run: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["capacity"], run["capacity"], "block size {bs}");
     }

@@ -13,7 +13,10 @@ use std::process::{Command, Output};
 use testutil::{mkfs_ext4, require_loop, LoopDevice, Mount};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The directory holding `minfs-bench` and `minfs` of this build; builds `minfs` (the CLI
@@ -31,7 +34,11 @@ fn bin_dir() -> PathBuf {
             .expect("cargo runs");
         assert!(status.success(), "building the minfs binary failed");
     }
-    assert!(dir.join("minfs").exists(), "no minfs binary in {}", dir.display());
+    assert!(
+        dir.join("minfs").exists(),
+        "no minfs binary in {}",
+        dir.display()
+    );
     dir
 }
 
@@ -76,7 +83,14 @@ fn leftovers(needle: &str) -> Vec<String> {
     found
 }
 
-const TARGETS: [&str; 6] = ["minfs", "ext4", "ext4-prealloc", "xfs", "xfs-prealloc", "raw"];
+const TARGETS: [&str; 6] = [
+    "minfs",
+    "ext4",
+    "ext4-prealloc",
+    "xfs",
+    "xfs-prealloc",
+    "raw",
+];
 const WORKLOADS: [&str; 6] = [
     "seq-256k",
     "seq-4m",
@@ -113,7 +127,10 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     let setup = fs::read_to_string(out_dir.join("SETUP.md")).unwrap();
     for t in TARGETS {
         assert!(report.contains(t), "report.md lacks target {t}");
-        assert!(setup.contains(&format!("### {t}")), "SETUP.md lacks target {t}");
+        assert!(
+            setup.contains(&format!("### {t}")),
+            "SETUP.md lacks target {t}"
+        );
     }
     for w in WORKLOADS {
         assert!(report.contains(w), "report.md lacks workload {w}");
@@ -128,7 +145,11 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
             assert_eq!(lines, v["ops"].as_u64().unwrap(), "{w}/{t}: op-log lines");
         }
     }
-    for needle in ["mkfs.ext4 -F -q -O ^has_journal", "mkfs.xfs -f -q -K", "minfs mkfs"] {
+    for needle in [
+        "mkfs.ext4 -F -q -O ^has_journal",
+        "mkfs.xfs -f -q -K",
+        "minfs mkfs",
+    ] {
         assert!(setup.contains(needle), "SETUP.md lacks `{needle}`");
     }
     assert!(setup.contains("queue/rotational"));

@@ -197,6 +197,7 @@ fn file_and_file_prealloc_backends() {
     let dir = scratch();
     let w = workloads_dir().join("rand-oldest-1m.wl");
     let path = dir.path().join("sub/plain.lusf");
+    fs::create_dir(dir.path().join("sub")).unwrap();
     let (v, _) = run_ok(
         dir.path(),
         &[
@@ -964,4 +965,31 @@ fn raw_backend_on_a_loop_device() {
         1,
     );
     assert!(err.contains("4096-byte logical sectors"), "{err}");
+}
+
+/// Regression: `file:DIR/x` with a missing DIR used to create DIR (Cannyls' `FileNvm::create`
+/// makes missing directories) and benchmark whatever filesystem held it.
+#[test]
+fn file_backend_in_a_missing_directory_is_refused() {
+    let dir = scratch();
+    let w = workloads_dir().join("seq-256k.wl");
+    for kind in ["file", "file-prealloc"] {
+        let path = dir.path().join("typo/x.lusf");
+        let out = Command::cargo_bin("minfs-bench")
+            .unwrap()
+            .args(["run", "--scale", "0.001", "--workload", s(&w), "--backend"])
+            .arg(format!("{kind}:{}", path.display()))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{kind}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("typo") && err.contains("does not exist"),
+            "{err}"
+        );
+        assert!(
+            !dir.path().join("typo").exists(),
+            "{kind} created the directory"
+        );
+    }
 }

@@ -141,9 +141,11 @@ pub enum Error {
     BadSize { target: String, reason: String },
     #[error("{target}: the host filesystem does not support O_DIRECT")]
     DirectIoUnsupported { target: String },
-    #[error("{target}: cannot preallocate the image (fallocate): {source}")]
+    #[error("{target}: cannot preallocate {size} bytes for the image (fallocate): {source}")]
     Fallocate {
         target: String,
+        /// The bytes asked for.
+        size: u64,
         #[source]
         source: io::Error,
     },

@@ -530,6 +530,59 @@ impl Filesystem {
         Ok(stat_of(&node))
     }
 
+    /// Sets a file's size (`truncate`): a larger size grows it as [`Filesystem::grow`] does; a
+    /// smaller one cuts its extents to ⌈`new_size` / 4096⌉ blocks and frees the rest, which a
+    /// later create or grow may reuse. Durable on return (one commit). Open handles see the new
+    /// size: I/O past it is refused from then on.
+    pub fn set_size(&self, name: &str, new_size: u64) -> Result<FileStat> {
+        let mut st = self.inner.lock();
+        let node = st
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.not_found(name))?;
+        let meta = node.meta.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if new_size >= meta.size {
+            drop(st);
+            return self.grow(name, new_size);
+        }
+        let mut keep = blocks_for(new_size);
+        let mut extents = Vec::new();
+        let mut alloc = st.alloc.clone();
+        for e in &meta.extents {
+            let take = keep.min(e.len);
+            if take > 0 {
+                extents.push(Extent {
+                    start: e.start,
+                    len: take,
+                });
+            }
+            if take < e.len {
+                alloc.set(
+                    Extent {
+                        start: e.start + take,
+                        len: e.len - take,
+                    },
+                    false,
+                );
+            }
+            keep -= take;
+        }
+        let mut all = entries(&st);
+        if let Some(f) = all.iter_mut().find(|f| f.name == name) {
+            f.size = new_size;
+            f.extents = extents.clone();
+        }
+        self.commit(&mut st, all, alloc)?;
+        // Taken after the commit, as in `grow`: I/O in flight finishes first, and the freed
+        // blocks cannot be handed out before `st` is released.
+        *node.meta.write().unwrap_or_else(|e| e.into_inner()) = Meta {
+            size: new_size,
+            extents,
+        };
+        Ok(stat_of(&node))
+    }
+
     /// Removes a file and frees its blocks. Refused while a handle to it is open.
     pub fn remove(&self, name: &str) -> Result<()> {
         let mut st = self.inner.lock();

@@ -25,6 +25,8 @@ mod file;
 pub mod format;
 mod fs;
 pub mod fsck;
+#[cfg(feature = "fuse")]
+pub mod fuse;
 pub mod mkfs;
 pub mod signature;
 mod sys;

@@ -91,6 +91,7 @@ pub fn mkfs(path: &Path, opts: &FormatOptions, dry_run: bool) -> Result<MkfsOutc
                 let _ = std::fs::remove_file(path);
                 return Err(Error::Fallocate {
                     target,
+                    size,
                     source: e.into(),
                 });
             }
@@ -126,17 +127,6 @@ fn format_existing(
                 });
             }
         }
-        if !dry_run && !created_image {
-            let len = dev.len().min(i64::MAX as u64) as i64;
-            if len > 0 {
-                fallocate(dev.file().as_raw_fd(), FallocateFlags::empty(), 0, len).map_err(
-                    |e| Error::Fallocate {
-                        target: target.to_string(),
-                        source: e.into(),
-                    },
-                )?;
-            }
-        }
     }
     let replaced = signature::probe(&dev)
         .map_err(|e| Error::io(target, "probing for existing signatures", e))?;
@@ -148,9 +138,23 @@ fn format_existing(
         });
     }
     let (lss, pss) = (dev.logical_sector_size(), dev.physical_sector_size());
+    // Every refusal (too small, bad label, ...) comes before the image is touched.
+    let planned = Filesystem::plan(dev.len(), lss, pss, target, opts)?;
     let superblock = if dry_run {
-        Filesystem::plan(dev.len(), lss, pss, target, opts)?
+        planned
     } else {
+        if kind == TargetKind::Image && !created_image {
+            let len = dev.len().min(i64::MAX as u64) as i64;
+            if len > 0 {
+                fallocate(dev.file().as_raw_fd(), FallocateFlags::empty(), 0, len).map_err(
+                    |e| Error::Fallocate {
+                        target: target.to_string(),
+                        size: len as u64,
+                        source: e.into(),
+                    },
+                )?;
+            }
+        }
         let opts = FormatOptions {
             force: true,
             ..opts.clone()

@@ -32,7 +32,7 @@ pub struct RunArgs {
         value_name = "SPEC",
         value_parser = parse_backend,
         help = "Where the storage lives: minfs:TARGET[:FILE], file:PATH, file-prealloc:PATH, \
-                raw:BLOCKDEV or memory"
+                existing-file:PATH, raw:BLOCKDEV or memory"
     )]
     pub backend: BackendSpec,
     /// Bytes given to Cannyls (K, M, G, T = powers of 1024; rounded down to the block size).

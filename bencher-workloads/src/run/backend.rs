@@ -412,17 +412,15 @@ fn file_capacity(
         }
         Ok(_) => Ok(setup.capacity.unwrap_or(setup.planned)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            // FileNvm would create the missing directories, and a mistyped path would then
-            // benchmark whatever filesystem holds the new ones: the directory must exist.
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            if !dir.is_dir() {
-                return Err(format!(
-                    "its directory {} does not exist (it is not created; make it first)",
-                    dir.display()
-                ));
+            // Cannyls would create missing directories; a mistyped path would then
+            // benchmark whatever filesystem holds the new directory.
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if !parent.is_dir() {
+                    return Err(format!(
+                        "its directory {} does not exist (create it first)",
+                        parent.display()
+                    ));
+                }
             }
             Ok(setup.capacity.unwrap_or(setup.planned))
         }
@@ -434,10 +432,6 @@ fn file_capacity(
 /// changing its size.
 fn preallocate(path: &Path, capacity: u64) -> Result<(), String> {
     use nix::fcntl::{fallocate, FallocateFlags};
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create its directory {}: {e}", parent.display()))?;
-    }
     let file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -641,6 +635,61 @@ mod tests {
         ] {
             assert_eq!(p(s).unwrap().to_string(), s);
         }
+    }
+
+    #[test]
+    fn existing_file_takes_a_zeroed_or_cannyls_file_whole() {
+        let dir = tempfile::Builder::new()
+            .prefix("existing-file-")
+            .tempdir_in(testutil::scratch_dir())
+            .unwrap();
+        let setup = Setup {
+            capacity: None,
+            planned: 4 << 20,
+            journal_bytes: 1 << 16,
+            journal_ratio: None,
+            block_size: 512,
+            force: false,
+        };
+        let zeros = dir.path().join("zeros");
+        fs::write(&zeros, vec![0u8; (8 << 20) + 100]).unwrap();
+        let spec = BackendSpec::ExistingFile(zeros.clone());
+        for round in 0..2 {
+            // Fresh zeros, then the storage the first round left: both taken whole.
+            let mut opened = open(&spec, &setup).unwrap();
+            assert_eq!(opened.capacity, 8 << 20, "round {round}");
+            assert_eq!(opened.storage.header().storage_size(), 8 << 20);
+            let ops = [
+                Op::Put {
+                    id: 1,
+                    size: 5000,
+                    embedded: false,
+                    overwrite: false,
+                },
+                Op::Get { id: 1, size: 5000 },
+            ];
+            let opts = ExecOptions { verify: true };
+            let outcome = opened.storage.execute(&ops, opts, &mut Hooks::default());
+            assert!(outcome.is_ok(), "{outcome:?}");
+        }
+        assert_eq!(fs::metadata(&zeros).unwrap().len(), (8 << 20) + 100);
+        let cases = [
+            ("foreign", vec![1u8; 1 << 20], "refusing to overwrite"),
+            ("empty", Vec::new(), "file:PATH takes an empty one"),
+        ];
+        for (name, bytes, want) in cases {
+            let path = dir.path().join(name);
+            fs::write(&path, &bytes).unwrap();
+            let e = open(&BackendSpec::ExistingFile(path.clone()), &setup).unwrap_err();
+            assert!(e.0.contains(want), "{name}: {e}");
+            assert_eq!(fs::read(&path).unwrap(), bytes, "{name} was changed");
+        }
+        let small = Setup {
+            planned: 16 << 20,
+            ..setup
+        };
+        let e = open(&spec, &small).unwrap_err();
+        assert!(e.0.contains("less than"), "{e}");
     }
 
     #[test]

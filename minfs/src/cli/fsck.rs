@@ -67,10 +67,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             summary(&r, &target);
             return Ok(ExitCode::from(EXIT_CLEAN));
         }
-        println!(
-            "{target}: {} error(s) found, left uncorrected (run `minfs fsck -y {target}` to repair)",
-            r.problems.len()
-        );
+        if r.problems.iter().all(|p| p.repairable()) {
+            println!(
+                "{target}: {} error(s) found, left uncorrected (run `minfs fsck -y {target}` to repair)",
+                r.problems.len()
+            );
+        } else {
+            println!(
+                "{target}: {} error(s) found; no valid metadata slot is left to repair from, so `fsck -y` cannot fix them",
+                r.problems.len()
+            );
+        }
         return Ok(ExitCode::from(EXIT_UNCORRECTED));
     }
     let (before, after) = repair(path).map_err(|e| anyhow::anyhow!("fsck failed: {e}"))?;

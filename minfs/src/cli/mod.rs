@@ -17,7 +17,11 @@ mod fsck;
 mod info;
 mod ls;
 mod mkfs;
+#[cfg(feature = "fuse")]
+mod mount;
 mod rm;
+#[cfg(feature = "fuse")]
+mod umount;
 mod write;
 
 /// Exit code of a failed command (other than fsck).
@@ -57,6 +61,12 @@ enum Command {
     Cat(cat::Args),
     /// Copy stdin into a file at an offset (the file does not grow).
     Write(write::Args),
+    /// Mount the filesystem with FUSE: its files as ordinary files under MOUNTPOINT.
+    #[cfg(feature = "fuse")]
+    Mount(mount::Args),
+    /// Unmount a minfs mount and wait until its server has released the target.
+    #[cfg(feature = "fuse")]
+    Umount(umount::Args),
 }
 
 /// Parses a size such as `10G`, `256K`, `1MiB` or `4096` (K, M, G, T are powers of 1024).
@@ -111,10 +121,28 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let _ = std::io::stdout().flush();
-            eprintln!("minfs: {e:#}");
+            eprintln!("minfs: {}", render(&e));
             ExitCode::from(failure)
         }
     }
+}
+
+/// The error and its causes, `: `-separated as `{:#}` prints them, but without a cause whose
+/// text is already there: minfs errors carry their source (an OS error) in their own message,
+/// and `{:#}` would print it a second time.
+fn render(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -128,6 +156,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rm(a) => rm::run(a),
         Command::Cat(a) => cat::run(a),
         Command::Write(a) => write::run(a),
+        #[cfg(feature = "fuse")]
+        Command::Mount(a) => mount::run(a),
+        #[cfg(feature = "fuse")]
+        Command::Umount(a) => umount::run(a),
     }
 }
 

@@ -18,9 +18,11 @@
 use std::fmt::Debug;
 use std::io;
 
+pub mod fault;
 mod file;
 mod memory;
 
+pub use fault::FaultDevice;
 pub use file::{FileDevice, OpenMode, TargetKind};
 pub use memory::MemDevice;
 

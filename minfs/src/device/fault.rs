@@ -1,0 +1,1040 @@
+//! [`FaultDevice`]: an in-memory [`BlockDevice`] **for tests** that keeps what the media would
+//! hold after a power cut, and injects I/O errors.
+//!
+//! # The media model
+//! The device holds a *durable* image and, in order, the writes made since the last successful
+//! [`flush`](BlockDevice::flush) (*pending* writes, with their bytes). Reads see the *volatile*
+//! view: the durable image with every pending write applied in order, as a drive with a write
+//! cache returns it. A successful flush makes every pending write durable.
+//!
+//! A power cut ([`MediaState`], from [`FaultDevice::media`] or replayed from a trace with
+//! [`MediaState::apply`]) gives the durable image plus, for each pending write independently,
+//! one [`Fate`]:
+//! - [`Fate::Lost`]: none of it reached the media; [`Fate::Kept`]: all of it did;
+//! - for a write of several logical sectors, *torn* at a logical-sector boundary (the atomic
+//!   unit the contract promises — e.g. a 4 KiB write on a 512-byte-sector device, or a 64 KiB
+//!   metadata slot on any device): [`Fate::Prefix`]`(k)` keeps its first *k* sectors,
+//!   [`Fate::Suffix`]`(k)` its last *k*, and [`Fate::Subset`]`(seed)` a pseudo-random subset.
+//!
+//! [`MediaState::with_atomic_unit`] models a media that writes larger units atomically (e.g.
+//! the 4 KiB physical sector of a 512e disk, which most drives honour but the contract, and
+//! minfs, do not rely on): writes then tear only at multiples of that unit on the device.
+//!
+//! The surviving writes are applied in their original order, so where pending writes overlap
+//! the later one wins. [`MediaState::variants`] enumerates every combination of lost, kept,
+//! prefix and suffix fates when there are few enough, and otherwise samples them.
+//!
+//! # Injected errors
+//! [`FaultDevice::inject`] fails the *n*-th read, write or flush (counted per kind from 0, over
+//! the device's life; requests refused for breaking the contract are not counted) once or from
+//! then on ([`FaultMode`]). What a failed operation did to the media:
+//! - a failed **read** changes nothing, and fills the caller's buffer with `0xEE` bytes;
+//! - a failed **write** of *n* sectors puts its first ⌊*n*/2⌋ sectors into the cache (visible to
+//!   reads, pending like any unflushed write) and nothing else — a device that failed halfway;
+//! - a failed **flush** makes nothing durable: every pending write stays pending (a crash may
+//!   still lose, keep or tear each one, which covers a flush that got partway).
+//!
+//! # Contract checks
+//! Requests are checked like the real devices' (alignment to the logical sector, range) and
+//! refused with [`std::io::ErrorKind::InvalidInput`] before anything else happens.
+//!
+//! # Traces
+//! With [`FaultDevice::record_trace`] every operation is logged ([`TraceEntry`], with the bytes
+//! each write put into the cache), so a test can run a workload once and afterwards rebuild the
+//! media state after every operation with [`MediaState::apply`] — a crash after each of them —
+//! without running the workload again.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{check_request, BlockDevice};
+
+/// The kind of a device operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Read,
+    Write,
+    Flush,
+}
+
+impl OpKind {
+    /// All three kinds.
+    pub const ALL: [OpKind; 3] = [OpKind::Read, OpKind::Write, OpKind::Flush];
+
+    fn index(self) -> usize {
+        match self {
+            OpKind::Read => 0,
+            OpKind::Write => 1,
+            OpKind::Flush => 2,
+        }
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OpKind::Read => "read",
+            OpKind::Write => "write",
+            OpKind::Flush => "flush",
+        })
+    }
+}
+
+/// Whether an injected error happens once or for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultMode {
+    /// Only the chosen operation fails.
+    Once,
+    /// The chosen operation and every later one of its kind fail.
+    Forever,
+}
+
+/// An error to inject: the `nth` (from 0) operation of `kind` fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fault {
+    pub kind: OpKind,
+    pub nth: u64,
+    pub mode: FaultMode,
+}
+
+impl Fault {
+    fn hits(&self, kind: OpKind, index: u64) -> bool {
+        kind == self.kind
+            && match self.mode {
+                FaultMode::Once => index == self.nth,
+                FaultMode::Forever => index >= self.nth,
+            }
+    }
+}
+
+/// What happens to one pending (unflushed) write at a power cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fate {
+    /// Nothing of it reached the media.
+    Lost,
+    /// All of it reached the media.
+    Kept,
+    /// Its first `k` pieces (logical sectors, or atomic units: [`MediaState::pieces_of`])
+    /// reached the media, the others did not (0 < k < pieces).
+    Prefix(u32),
+    /// Its last `k` pieces reached the media, the others did not (0 < k < pieces).
+    Suffix(u32),
+    /// Each piece reached the media or not, as drawn from this seed.
+    Subset(u64),
+}
+
+impl Fate {
+    /// Whether only part of the write reached the media.
+    pub fn is_torn(self) -> bool {
+        matches!(self, Fate::Prefix(_) | Fate::Suffix(_) | Fate::Subset(_))
+    }
+
+    /// Whether piece `i` of a write of `n` pieces reached the media.
+    fn keeps(self, i: u32, n: u32, subset: &mut Option<XorShift>) -> bool {
+        match self {
+            Fate::Lost => false,
+            Fate::Kept => true,
+            Fate::Prefix(k) => i < k,
+            Fate::Suffix(k) => i >= n.saturating_sub(k),
+            Fate::Subset(seed) => subset.get_or_insert_with(|| XorShift::new(seed)).next() & 1 == 1,
+        }
+    }
+}
+
+/// A write made since the last successful flush.
+#[derive(Debug, Clone)]
+pub struct PendingWrite {
+    pub offset: u64,
+    pub data: Arc<[u8]>,
+}
+
+/// One operation of a [`FaultDevice`], as logged by [`FaultDevice::record_trace`].
+#[derive(Debug, Clone)]
+pub struct TraceEntry {
+    pub kind: OpKind,
+    /// Byte offset (0 for a flush).
+    pub offset: u64,
+    /// Bytes asked for (0 for a flush).
+    pub len: u64,
+    /// Whether an error was injected.
+    pub failed: bool,
+    /// For a write: the bytes that went into the cache at `offset` (all of them, or for a
+    /// failed write the part that got there; `None` when nothing did).
+    pub cached: Option<Arc<[u8]>>,
+}
+
+/// A small deterministic generator (xorshift64*), so that crash variants are reproducible.
+#[derive(Debug, Clone)]
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> XorShift {
+        // Never 0 (a fixed point), and nearby seeds give unrelated streams.
+        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (n > 0), close enough for tests.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// What the media holds at a power cut: the durable image and the pending writes in order.
+#[derive(Clone)]
+pub struct MediaState {
+    /// Shared with the [`CrashDevice`]s made from this state (copied on the next flush if
+    /// they are still alive).
+    durable: Arc<Vec<u8>>,
+    pending: Vec<PendingWrite>,
+    sector: u32,
+    /// Writes tear only at multiples of this (≥ `sector`).
+    unit: u32,
+}
+
+impl fmt::Debug for MediaState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MediaState")
+            .field("len", &self.durable.len())
+            .field("sector", &self.sector)
+            .field("unit", &self.unit)
+            .field(
+                "pending",
+                &self
+                    .pending
+                    .iter()
+                    .map(|w| (w.offset, w.data.len()))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl MediaState {
+    /// A media holding `durable` with nothing pending, whose writes tear at
+    /// `logical_sector_size` boundaries (what the [`BlockDevice`] contract allows).
+    pub fn new(durable: Vec<u8>, logical_sector_size: u32) -> MediaState {
+        assert!(
+            logical_sector_size.is_power_of_two(),
+            "logical sector size {logical_sector_size} is not a power of two"
+        );
+        MediaState {
+            durable: Arc::new(durable),
+            pending: Vec::new(),
+            sector: logical_sector_size,
+            unit: logical_sector_size,
+        }
+    }
+
+    /// The same media writing `unit` bytes atomically: writes tear only at multiples of
+    /// `unit` on the device (e.g. the physical sector of a 512e disk, the stronger promise
+    /// most drives keep but minfs does not rely on). `unit` is a power-of-two multiple of the
+    /// logical sector.
+    pub fn with_atomic_unit(self, unit: u32) -> MediaState {
+        assert!(
+            unit.is_power_of_two() && unit >= self.sector,
+            "atomic unit {unit} is not a power-of-two multiple of the {}-byte sector",
+            self.sector
+        );
+        MediaState { unit, ..self }
+    }
+
+    /// The size writes tear at.
+    pub fn atomic_unit(&self) -> u32 {
+        self.unit
+    }
+
+    /// The durable image (what a crash that loses every pending write leaves).
+    pub fn durable(&self) -> &[u8] {
+        &self.durable
+    }
+
+    /// The pending writes, oldest first.
+    pub fn pending(&self) -> &[PendingWrite] {
+        &self.pending
+    }
+
+    /// Adds a pending write.
+    pub fn write(&mut self, offset: u64, data: Arc<[u8]>) {
+        assert!(
+            offset as usize + data.len() <= self.durable.len(),
+            "write of {} bytes at {offset} past the end of a {}-byte media",
+            data.len(),
+            self.durable.len()
+        );
+        self.pending.push(PendingWrite { offset, data });
+    }
+
+    /// Makes every pending write durable.
+    pub fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let durable = Arc::make_mut(&mut self.durable);
+        for w in std::mem::take(&mut self.pending) {
+            let at = w.offset as usize;
+            durable[at..at + w.data.len()].copy_from_slice(&w.data);
+        }
+    }
+
+    /// Replays one traced operation: a write's cached bytes become pending, a successful flush
+    /// makes them durable, anything else changes nothing.
+    pub fn apply(&mut self, entry: &TraceEntry) {
+        match entry.kind {
+            OpKind::Write => {
+                if let Some(data) = &entry.cached {
+                    self.write(entry.offset, data.clone());
+                }
+            }
+            OpKind::Flush if !entry.failed => self.flush(),
+            _ => {}
+        }
+    }
+
+    /// What reads see: the durable image with every pending write applied (all kept).
+    pub fn volatile(&self) -> Vec<u8> {
+        self.image(&vec![Fate::Kept; self.pending.len()])
+    }
+
+    /// The pieces pending write `i` tears into: its bytes cut at every multiple of the atomic
+    /// unit (its logical sectors, unless [`MediaState::with_atomic_unit`]), as
+    /// `(device offset, length)`.
+    pub fn pieces_of(&self, i: usize) -> Vec<(u64, usize)> {
+        let w = &self.pending[i];
+        let unit = u64::from(self.unit);
+        let end = w.offset + w.data.len() as u64;
+        let mut out = Vec::new();
+        let mut at = w.offset;
+        while at < end {
+            let next = ((at / unit + 1) * unit).min(end);
+            out.push((at, (next - at) as usize));
+            at = next;
+        }
+        out
+    }
+
+    /// How many pieces pending write `i` tears into.
+    pub fn piece_count(&self, i: usize) -> u32 {
+        let w = &self.pending[i];
+        let unit = u64::from(self.unit);
+        if w.data.is_empty() {
+            return 0;
+        }
+        let last = w.offset + w.data.len() as u64 - 1;
+        (last / unit - w.offset / unit + 1) as u32
+    }
+
+    /// The fates [`MediaState::variants`] enumerates for pending write `i`: lost, kept, and for
+    /// a write of n > 1 pieces ([`MediaState::pieces_of`]) every prefix and suffix of 1..n
+    /// pieces.
+    pub fn fates(&self, i: usize) -> Vec<Fate> {
+        let n = self.piece_count(i);
+        let mut v = vec![Fate::Lost, Fate::Kept];
+        v.extend((1..n).map(Fate::Prefix));
+        v.extend((1..n).map(Fate::Suffix));
+        v
+    }
+
+    /// How many variants [`MediaState::variants`] would enumerate without a limit
+    /// (saturating).
+    pub fn variant_count(&self) -> u64 {
+        (0..self.pending.len()).fold(1u64, |acc, i| {
+            acc.saturating_mul(self.fates(i).len() as u64)
+        })
+    }
+
+    /// The crash variants to check, as one fate per pending write.
+    ///
+    /// When there are at most `max` combinations of the [`MediaState::fates`], all of them.
+    /// Otherwise `max` of them (`max` ≥ 2): every write lost, every write kept, then for each
+    /// pending write the stream cut inside it at each physical-sector boundary
+    /// (`physical_sector_size`: the writes before it kept, a prefix of it, the ones after lost),
+    /// then random combinations drawn from `seed` (lost, kept, prefixes, suffixes and random
+    /// subsets), without duplicates.
+    pub fn variants(&self, max: usize, physical_sector_size: u32, seed: u64) -> Vec<Vec<Fate>> {
+        let fates: Vec<Vec<Fate>> = (0..self.pending.len()).map(|i| self.fates(i)).collect();
+        let total = self.variant_count();
+        if total <= max as u64 {
+            let mut out = Vec::with_capacity(total as usize);
+            let mut digits = vec![0usize; fates.len()];
+            loop {
+                out.push(digits.iter().zip(&fates).map(|(&d, f)| f[d]).collect());
+                // Mixed-radix increment.
+                let mut i = 0;
+                loop {
+                    if i == digits.len() {
+                        return out;
+                    }
+                    digits[i] += 1;
+                    if digits[i] < fates[i].len() {
+                        break;
+                    }
+                    digits[i] = 0;
+                    i += 1;
+                }
+            }
+        }
+        let n = self.pending.len();
+        let mut out: Vec<Vec<Fate>> = vec![vec![Fate::Lost; n], vec![Fate::Kept; n]];
+        let physical = u64::from(physical_sector_size.max(1));
+        'cuts: for i in 0..n {
+            for (k, (at, _)) in self.pieces_of(i).into_iter().enumerate().skip(1) {
+                if at % physical != 0 {
+                    continue;
+                }
+                if out.len() >= max {
+                    break 'cuts;
+                }
+                let mut v = vec![Fate::Kept; i];
+                v.push(Fate::Prefix(k as u32));
+                v.resize(n, Fate::Lost);
+                out.push(v);
+            }
+        }
+        let mut rng = XorShift::new(seed);
+        let mut tries = 0usize;
+        while out.len() < max && tries < max * 20 {
+            tries += 1;
+            let v = self.random_variant_with(&mut rng);
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out.truncate(max);
+        out
+    }
+
+    /// One random variant drawn from `seed`: each pending write independently lost, kept,
+    /// torn to a prefix, a suffix or a random subset of its pieces.
+    pub fn random_variant(&self, seed: u64) -> Vec<Fate> {
+        self.random_variant_with(&mut XorShift::new(seed))
+    }
+
+    fn random_variant_with(&self, rng: &mut XorShift) -> Vec<Fate> {
+        (0..self.pending.len())
+            .map(|i| {
+                let n = self.piece_count(i);
+                let choice = if n > 1 { rng.below(5) } else { rng.below(2) };
+                match choice {
+                    0 => Fate::Lost,
+                    1 => Fate::Kept,
+                    2 => Fate::Prefix(1 + rng.below(u64::from(n) - 1) as u32),
+                    3 => Fate::Suffix(1 + rng.below(u64::from(n) - 1) as u32),
+                    _ => Fate::Subset(rng.next()),
+                }
+            })
+            .collect()
+    }
+
+    /// The image after a power cut in which pending write `i` met `fates[i]`.
+    pub fn image(&self, fates: &[Fate]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.image_into(fates, &mut out);
+        out
+    }
+
+    /// [`MediaState::image`] into `out` (reusing its allocation).
+    pub fn image_into(&self, fates: &[Fate], out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.durable);
+        self.for_each_kept(fates, |at, bytes| {
+            let at = at as usize;
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+        });
+    }
+
+    /// The image after a power cut in which pending write `i` met `fates[i]`, as a device,
+    /// without copying the image: see [`CrashDevice`].
+    pub fn crash_device(&self, fates: &[Fate], physical_sector_size: u32) -> CrashDevice {
+        let mut overlay = BTreeMap::new();
+        self.for_each_kept(fates, |at, bytes| {
+            overlay.insert(at, Box::<[u8]>::from(bytes));
+        });
+        CrashDevice {
+            base: self.durable.clone(),
+            overlay: Mutex::new(overlay),
+            logical: self.sector,
+            physical: physical_sector_size,
+        }
+    }
+
+    /// Calls `f(offset, bytes)` for each logical sector of the pending writes that reaches the
+    /// media when pending write `i` meets `fates[i]`, in write order (later calls win): the
+    /// durable image plus these is the crash image, without copying the image.
+    pub fn for_each_kept(&self, fates: &[Fate], mut f: impl FnMut(u64, &[u8])) {
+        assert_eq!(
+            fates.len(),
+            self.pending.len(),
+            "one fate per pending write"
+        );
+        let s = self.sector as usize;
+        for (i, (w, &fate)) in self.pending.iter().zip(fates).enumerate() {
+            let pieces = self.pieces_of(i);
+            let n = pieces.len() as u32;
+            let mut subset = None;
+            for (p, (at, len)) in pieces.into_iter().enumerate() {
+                if fate.keeps(p as u32, n, &mut subset) {
+                    let rel = (at - w.offset) as usize;
+                    for sector in (rel..rel + len).step_by(s) {
+                        f(w.offset + sector as u64, &w.data[sector..sector + s]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A crash image as a [`BlockDevice`], from [`MediaState::crash_device`]: the durable image,
+/// shared rather than copied, with the surviving sectors of the pending writes laid over it per
+/// logical sector. Writes (a recovery's) go over it too; `flush` does nothing (it has no cache).
+/// It checks requests like the real devices.
+pub struct CrashDevice {
+    base: Arc<Vec<u8>>,
+    overlay: Mutex<BTreeMap<u64, Box<[u8]>>>,
+    logical: u32,
+    physical: u32,
+}
+
+impl fmt::Debug for CrashDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CrashDevice")
+            .field("len", &self.base.len())
+            .field("logical", &self.logical)
+            .field("physical", &self.physical)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CrashDevice {
+    fn overlay(&self) -> MutexGuard<'_, BTreeMap<u64, Box<[u8]>>> {
+        self.overlay.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The whole content, as one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = self.base.to_vec();
+        for (&at, bytes) in self.overlay().iter() {
+            out[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+        }
+        out
+    }
+}
+
+impl BlockDevice for CrashDevice {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        let at = offset as usize;
+        buf.copy_from_slice(&self.base[at..at + buf.len()]);
+        for (&pos, bytes) in self.overlay().range(offset..offset + buf.len() as u64) {
+            let rel = (pos - offset) as usize;
+            buf[rel..rel + bytes.len()].copy_from_slice(bytes);
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        let s = self.logical as usize;
+        let mut o = self.overlay();
+        for (i, sector) in buf.chunks(s).enumerate() {
+            o.insert(offset + (i * s) as u64, sector.into());
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.base.len() as u64
+    }
+
+    fn logical_sector_size(&self) -> u32 {
+        self.logical
+    }
+
+    fn physical_sector_size(&self) -> u32 {
+        self.physical
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+}
+
+/// Operation counters of a [`FaultDevice`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpCounts {
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    /// Operations that failed by injection.
+    pub injected: u64,
+}
+
+impl OpCounts {
+    /// Operations of every kind.
+    pub fn total(&self) -> u64 {
+        self.reads + self.writes + self.flushes
+    }
+
+    /// Operations of `kind`.
+    pub fn of(&self, kind: OpKind) -> u64 {
+        match kind {
+            OpKind::Read => self.reads,
+            OpKind::Write => self.writes,
+            OpKind::Flush => self.flushes,
+        }
+    }
+}
+
+struct State {
+    volatile: Vec<u8>,
+    media: MediaState,
+    counts: [u64; 3],
+    injected: u64,
+    faults: Vec<Fault>,
+    trace: Option<Vec<TraceEntry>>,
+}
+
+/// A test device: an in-memory image with a write cache that a test can crash, and
+/// injectable I/O errors. See the [module docs](self).
+pub struct FaultDevice {
+    len: u64,
+    logical: u32,
+    physical: u32,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for FaultDevice {
+    /// Concise: geometry and counters, not the image.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.lock();
+        f.debug_struct("FaultDevice")
+            .field("len", &self.len)
+            .field("logical", &self.logical)
+            .field("physical", &self.physical)
+            .field("counts", &st.counts)
+            .field("pending", &st.media.pending.len())
+            .field("faults", &st.faults)
+            .finish()
+    }
+}
+
+impl FaultDevice {
+    /// A zero-filled device of `len` bytes (durable), with these sector sizes.
+    pub fn new(len: u64, logical: u32, physical: u32) -> FaultDevice {
+        FaultDevice::from_bytes(vec![0; len as usize], logical, physical)
+    }
+
+    /// A device whose durable content is `bytes`.
+    pub fn from_bytes(bytes: Vec<u8>, logical: u32, physical: u32) -> FaultDevice {
+        FaultDevice {
+            len: bytes.len() as u64,
+            logical,
+            physical,
+            state: Mutex::new(State {
+                volatile: bytes.clone(),
+                media: MediaState::new(bytes, logical),
+                counts: [0; 3],
+                injected: 0,
+                faults: Vec::new(),
+                trace: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent data (each operation updates the
+        // state only after its checks); keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds an error to inject.
+    pub fn inject(&self, fault: Fault) {
+        self.lock().faults.push(fault);
+    }
+
+    /// Removes every error still to inject (a `Forever` one stops failing).
+    pub fn clear_faults(&self) {
+        self.lock().faults.clear();
+    }
+
+    /// Operations so far (each counted when it starts; contract violations are not counted).
+    pub fn counts(&self) -> OpCounts {
+        let st = self.lock();
+        OpCounts {
+            reads: st.counts[0],
+            writes: st.counts[1],
+            flushes: st.counts[2],
+            injected: st.injected,
+        }
+    }
+
+    /// Starts (or restarts, discarding the old one) logging every operation.
+    pub fn record_trace(&self) {
+        self.lock().trace = Some(Vec::new());
+    }
+
+    /// The log since [`FaultDevice::record_trace`] (empty when not recording); logging
+    /// continues with an empty log.
+    pub fn take_trace(&self) -> Vec<TraceEntry> {
+        self.lock()
+            .trace
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// What the media holds right now, for crashing: durable image plus pending writes.
+    pub fn media(&self) -> MediaState {
+        self.lock().media.clone()
+    }
+
+    /// The durable image (a crash now that loses every pending write).
+    pub fn durable_image(&self) -> Vec<u8> {
+        self.lock().media.durable.to_vec()
+    }
+
+    /// What reads see now (no crash).
+    pub fn volatile_image(&self) -> Vec<u8> {
+        self.lock().volatile.clone()
+    }
+
+    /// Counts an operation of `kind` and tells whether it fails by injection.
+    fn start(st: &mut State, kind: OpKind) -> bool {
+        let index = st.counts[kind.index()];
+        st.counts[kind.index()] += 1;
+        let fail = st.faults.iter().any(|f| f.hits(kind, index));
+        if fail {
+            st.injected += 1;
+        }
+        fail
+    }
+
+    fn injected_error(kind: OpKind, offset: u64, len: usize) -> io::Error {
+        io::Error::other(format!(
+            "injected {kind} error ({len} bytes at byte {offset})"
+        ))
+    }
+
+    fn log(st: &mut State, entry: TraceEntry) {
+        if let Some(t) = st.trace.as_mut() {
+            t.push(entry);
+        }
+    }
+}
+
+impl BlockDevice for FaultDevice {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        let mut st = self.lock();
+        let failed = FaultDevice::start(&mut st, OpKind::Read);
+        FaultDevice::log(
+            &mut st,
+            TraceEntry {
+                kind: OpKind::Read,
+                offset,
+                len: buf.len() as u64,
+                failed,
+                cached: None,
+            },
+        );
+        if failed {
+            buf.fill(0xEE);
+            return Err(FaultDevice::injected_error(OpKind::Read, offset, buf.len()));
+        }
+        let at = offset as usize;
+        buf.copy_from_slice(&st.volatile[at..at + buf.len()]);
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        let mut st = self.lock();
+        let failed = FaultDevice::start(&mut st, OpKind::Write);
+        let keep = if failed {
+            let s = self.logical as usize;
+            buf.len() / s / 2 * s
+        } else {
+            buf.len()
+        };
+        let cached: Option<Arc<[u8]>> = (keep > 0).then(|| Arc::from(&buf[..keep]));
+        if let Some(data) = &cached {
+            let at = offset as usize;
+            st.volatile[at..at + keep].copy_from_slice(data);
+            st.media.write(offset, data.clone());
+        }
+        FaultDevice::log(
+            &mut st,
+            TraceEntry {
+                kind: OpKind::Write,
+                offset,
+                len: buf.len() as u64,
+                failed,
+                cached,
+            },
+        );
+        if failed {
+            return Err(FaultDevice::injected_error(
+                OpKind::Write,
+                offset,
+                buf.len(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        let mut st = self.lock();
+        let failed = FaultDevice::start(&mut st, OpKind::Flush);
+        FaultDevice::log(
+            &mut st,
+            TraceEntry {
+                kind: OpKind::Flush,
+                offset: 0,
+                len: 0,
+                failed,
+                cached: None,
+            },
+        );
+        if failed {
+            return Err(FaultDevice::injected_error(OpKind::Flush, 0, 0));
+        }
+        st.media.flush();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn logical_sector_size(&self) -> u32 {
+        self.logical
+    }
+
+    fn physical_sector_size(&self) -> u32 {
+        self.physical
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aligned(len: usize, fill: u8) -> crate::AlignedBuf {
+        let mut b = crate::AlignedBuf::zeroed(len, 4096);
+        b.fill(fill);
+        b
+    }
+
+    #[test]
+    fn writes_are_durable_only_after_flush() {
+        let dev = FaultDevice::new(16384, 512, 4096);
+        dev.write_at(&aligned(4096, 1), 4096).unwrap();
+        let mut back = aligned(4096, 0);
+        dev.read_at(&mut back, 4096).unwrap();
+        assert!(back.iter().all(|&b| b == 1), "reads see the cache");
+        assert!(dev.durable_image().iter().all(|&b| b == 0));
+        let media = dev.media();
+        assert_eq!(media.pending().len(), 1);
+        // Lost, kept, 7 prefixes, 7 suffixes.
+        assert_eq!(media.variant_count(), 16);
+        let variants = media.variants(100, 4096, 1);
+        assert_eq!(variants.len(), 16);
+        for v in &variants {
+            let img = media.image(v);
+            let kept = img[4096..8192].chunks(512).filter(|s| s[0] == 1).count();
+            match v[0] {
+                Fate::Lost => assert_eq!(kept, 0),
+                Fate::Kept => assert_eq!(kept, 8),
+                Fate::Prefix(k) => {
+                    assert_eq!(kept, k as usize);
+                    assert_eq!(img[4096], 1);
+                }
+                Fate::Suffix(k) => {
+                    assert_eq!(kept, k as usize);
+                    assert_eq!(img[8191], 1);
+                }
+                Fate::Subset(_) => unreachable!("not enumerated"),
+            }
+            // Sectors are whole: old or new, never mixed.
+            for s in img.chunks(512) {
+                assert!(s.iter().all(|&b| b == s[0]));
+            }
+        }
+        dev.flush().unwrap();
+        assert!(dev.media().pending().is_empty());
+        assert!(dev.durable_image()[4096..8192].iter().all(|&b| b == 1));
+    }
+
+    #[test]
+    fn a_crash_device_is_the_crash_image_without_copying_it() {
+        let dev = FaultDevice::new(1 << 20, 512, 4096);
+        dev.write_at(&aligned(65536, 3), 0).unwrap();
+        dev.flush().unwrap();
+        dev.write_at(&aligned(8192, 4), 4096).unwrap();
+        dev.write_at(&aligned(4096, 5), 8192).unwrap();
+        let media = dev.media();
+        for fates in media.variants(64, 4096, 3) {
+            let crash = media.crash_device(&fates, 4096);
+            assert_eq!(crash.to_vec(), media.image(&fates), "{fates:?}");
+            let mut buf = aligned(16384, 0);
+            crash.read_at(&mut buf, 0).unwrap();
+            assert_eq!(&buf[..], &media.image(&fates)[..16384]);
+            // Writes land over it, not in the shared image.
+            crash.write_at(&aligned(512, 9), 1024).unwrap();
+            crash.read_at(&mut buf, 0).unwrap();
+            assert_eq!(buf[1024], 9);
+            assert_eq!(media.durable()[1024], 3);
+            assert!(crash.write_at(&buf[..100], 0).is_err(), "contract checked");
+        }
+    }
+
+    #[test]
+    fn an_atomic_unit_tears_writes_only_at_its_boundaries() {
+        let dev = FaultDevice::new(1 << 16, 512, 4096);
+        dev.write_at(&aligned(1024, 1), 1024).unwrap();
+        dev.write_at(&aligned(8192, 2), 2048).unwrap();
+        let media = dev.media();
+        assert_eq!(media.piece_count(0), 2);
+        assert_eq!(media.piece_count(1), 16);
+        let media = media.with_atomic_unit(4096);
+        assert_eq!(media.pieces_of(0), vec![(1024, 1024)]);
+        assert_eq!(
+            media.pieces_of(1),
+            vec![(2048, 2048), (4096, 4096), (8192, 2048)]
+        );
+        // Lost/kept for the first; lost, kept, 2 prefixes, 2 suffixes for the second.
+        assert_eq!(media.variant_count(), 2 * 6);
+        let img = media.image(&[Fate::Lost, Fate::Prefix(1)]);
+        assert_eq!((img[2047], img[2048], img[4095], img[4096]), (0, 2, 2, 0));
+        let img = media.image(&[Fate::Kept, Fate::Suffix(2)]);
+        assert_eq!((img[1024], img[2048], img[4096], img[10239]), (1, 0, 2, 2));
+        // Random variants: each piece of the second write is all new or all old.
+        for seed in 0..50 {
+            let v = media.random_variant(seed);
+            let img = media.image(&v);
+            for (at, len) in media.pieces_of(1) {
+                let piece = &img[at as usize..at as usize + len];
+                let new = piece.iter().filter(|&&b| b == 2).count();
+                assert!(new == 0 || new == len, "{v:?}: piece at {at} torn");
+            }
+        }
+    }
+
+    #[test]
+    fn later_overlapping_writes_win() {
+        let dev = FaultDevice::new(8192, 512, 512);
+        dev.write_at(&aligned(1024, 1), 0).unwrap();
+        dev.write_at(&aligned(512, 2), 512).unwrap();
+        let media = dev.media();
+        assert_eq!(media.volatile(), dev.volatile_image());
+        let img = media.image(&[Fate::Kept, Fate::Kept]);
+        assert_eq!((img[0], img[512]), (1, 2));
+        let img = media.image(&[Fate::Kept, Fate::Lost]);
+        assert_eq!((img[0], img[512]), (1, 1));
+        let img = media.image(&[Fate::Lost, Fate::Kept]);
+        assert_eq!((img[0], img[512]), (0, 2));
+        // 4 fates for the first (lost, kept, prefix 1, suffix 1), 2 for the second.
+        assert_eq!(media.variant_count(), 8);
+    }
+
+    #[test]
+    fn sampling_keeps_the_extremes_and_is_deterministic() {
+        let dev = FaultDevice::new(1 << 20, 512, 4096);
+        dev.write_at(&aligned(65536, 3), 0).unwrap();
+        dev.write_at(&aligned(65536, 4), 65536).unwrap();
+        let media = dev.media();
+        assert_eq!(media.variant_count(), 256 * 256);
+        let v = media.variants(40, 4096, 7);
+        assert_eq!(v.len(), 40);
+        assert_eq!(v[0], vec![Fate::Lost; 2]);
+        assert_eq!(v[1], vec![Fate::Kept; 2]);
+        assert_eq!(v[2], vec![Fate::Prefix(8), Fate::Lost]);
+        assert_eq!(v, media.variants(40, 4096, 7));
+        let mut seen = std::collections::HashSet::new();
+        assert!(v.iter().all(|x| seen.insert(x.clone())), "no duplicates");
+        // A random subset keeps whole sectors only.
+        let img = media.image(&[Fate::Subset(99), Fate::Lost]);
+        let kept = img[..65536].chunks(512).filter(|s| s[0] == 3).count();
+        assert!(kept > 0 && kept < 128, "{kept}");
+    }
+
+    #[test]
+    fn injected_errors_count_per_kind_and_model_a_half_written_request() {
+        let dev = FaultDevice::new(16384, 512, 512);
+        dev.inject(Fault {
+            kind: OpKind::Write,
+            nth: 1,
+            mode: FaultMode::Once,
+        });
+        dev.inject(Fault {
+            kind: OpKind::Flush,
+            nth: 0,
+            mode: FaultMode::Forever,
+        });
+        dev.record_trace();
+        dev.write_at(&aligned(2048, 1), 0).unwrap();
+        let e = dev.write_at(&aligned(2048, 2), 4096).unwrap_err();
+        assert!(e.to_string().contains("injected write error"), "{e}");
+        dev.write_at(&aligned(512, 3), 8192).unwrap();
+        assert!(dev.flush().is_err());
+        assert!(dev.flush().is_err(), "forever");
+        let v = dev.volatile_image();
+        assert_eq!(&v[4096..4096 + 1024], &[2u8; 1024][..], "first half cached");
+        assert_eq!(&v[5120..6144], &[0u8; 1024][..], "second half not");
+        assert!(
+            dev.durable_image().iter().all(|&b| b == 0),
+            "nothing durable"
+        );
+        assert_eq!(dev.media().pending().len(), 3);
+        let c = dev.counts();
+        assert_eq!((c.reads, c.writes, c.flushes, c.injected), (0, 3, 2, 3));
+        // Replaying the trace gives the same media.
+        let mut replay = MediaState::new(vec![0; 16384], 512);
+        for e in dev.take_trace() {
+            replay.apply(&e);
+        }
+        assert_eq!(replay.volatile(), v);
+        assert_eq!(replay.pending().len(), 3);
+        let mut buf = aligned(512, 0);
+        dev.inject(Fault {
+            kind: OpKind::Read,
+            nth: 0,
+            mode: FaultMode::Once,
+        });
+        assert!(dev.read_at(&mut buf, 0).is_err());
+        assert!(buf.iter().all(|&b| b == 0xEE));
+        dev.read_at(&mut buf, 0).unwrap();
+        assert!(buf.iter().all(|&b| b == 1));
+    }
+
+    #[test]
+    fn contract_violations_are_refused_without_counting() {
+        let dev = FaultDevice::new(8192, 512, 4096);
+        let buf = aligned(1024, 0);
+        for (b, off) in [(&buf[..512], 100u64), (&buf[..100], 0), (&buf[1..513], 0)] {
+            let e = dev.write_at(b, off).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        }
+        let e = dev.write_at(&buf[..1024], 7680).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(dev.counts().total(), 0);
+    }
+}

@@ -1,0 +1,849 @@
+//! `minfs mount` / `minfs umount` for real: FUSE mounts of images and loop devices, used with
+//! dd, std::fs and Cannyls' own `FileNvm`, checked against `minfs cat` and `fsck`.
+//!
+//! Needs root, loop devices and /dev/fuse; elsewhere each test is skipped with the reason
+//! (and fails instead under MINFS_REQUIRE_LOOP=1). Every mount is undone by a guard, lazily
+//! and with the server killed if a test fails half-way, and each test checks that its server
+//! process is gone and nothing is left mounted.
+
+mod common;
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use common::{cat, minfs};
+use predicates::prelude::*;
+use testutil::LoopDevice;
+
+/// Skips the test (or fails it under MINFS_REQUIRE_LOOP=1) without root, loop devices or
+/// /dev/fuse.
+macro_rules! require_fuse {
+    () => {
+        testutil::require_loop!();
+        if !Path::new("/dev/fuse").exists() {
+            let reason =
+                "/dev/fuse is missing (no FUSE in this kernel, or a container without the device)";
+            if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+                panic!("MINFS_REQUIRE_LOOP=1 but {reason}");
+            }
+            testutil::print_skip(module_path!(), reason);
+            return;
+        }
+        become_subreaper();
+    };
+}
+
+/// Makes this test process the reaper of the servers `minfs mount` leaves running (they are
+/// orphaned when it exits), so a test can collect its server's exit and see it gone.
+fn become_subreaper() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER"));
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("minfs-mount-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap()
+}
+
+/// A fresh minfs image of `size` bytes.
+fn image(dir: &Path, size: &str) -> PathBuf {
+    let img = dir.join("disk.img");
+    minfs()
+        .args(["mkfs", "-s", size])
+        .arg(&img)
+        .assert()
+        .success();
+    img
+}
+
+/// Whether anything is mounted at `mp`.
+fn mounted_at(mp: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mp = mp.to_str().unwrap();
+    info.lines().any(|l| l.split(' ').nth(4) == Some(mp))
+}
+
+/// A `minfs mount` of a target on a fresh directory. Dropping it unmounts (lazily, and kills
+/// the server, if the normal way fails) and reaps the server.
+struct Mounted {
+    dir: tempfile::TempDir,
+    pid: u32,
+    done: bool,
+}
+
+impl Mounted {
+    fn new(target: &Path, options: &[&str]) -> Mounted {
+        let dir = tempfile::Builder::new()
+            .prefix("minfs-mnt-")
+            .tempdir_in(testutil::scratch_dir())
+            .unwrap();
+        let out = minfs()
+            .arg("mount")
+            .args(options)
+            .arg(target)
+            .arg(dir.path())
+            .timeout(Duration::from_secs(30))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("mounted"))
+            .get_output()
+            .stdout
+            .clone();
+        let out = String::from_utf8(out).unwrap();
+        let pid: u32 = out
+            .split("server pid ")
+            .nth(1)
+            .and_then(|s| s.trim().trim_end_matches(')').parse().ok())
+            .unwrap_or_else(|| panic!("no server pid in {out:?}"));
+        assert!(mounted_at(dir.path()), "not mounted after `minfs mount`");
+        Mounted {
+            dir,
+            pid,
+            done: false,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `minfs umount`; then the server must be gone and nothing mounted.
+    fn umount(mut self) {
+        minfs()
+            .arg("umount")
+            .arg(self.path())
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("released"));
+        self.done = true;
+        // `minfs umount` returned after the server exited: reaping it does not wait.
+        let start = Instant::now();
+        reap(self.pid);
+        assert!(start.elapsed() < Duration::from_secs(1), "server still ran");
+        assert!(
+            !Path::new(&format!("/proc/{}", self.pid)).exists(),
+            "server process {} is still there",
+            self.pid
+        );
+        assert!(!mounted_at(self.path()), "still mounted");
+    }
+}
+
+/// Collects the exit of `pid` if it is our child (it is, through the subreaper).
+fn reap(pid: u32) {
+    use nix::sys::wait::waitpid;
+    use nix::unistd::Pid;
+    let _ = waitpid(Pid::from_raw(pid as i32), None);
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let ok = minfs()
+            .args(["umount", "--timeout", "10"])
+            .arg(self.path())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            testutil::retry_args("umount", &["-l".as_ref(), self.path().as_os_str()]);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        reap(self.pid);
+    }
+}
+
+/// Deterministic bytes.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = testutil::XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        out.extend_from_slice(&x.next().to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn dd(args: &[String]) {
+    let out = Command::new("dd").args(args).output().expect("dd");
+    assert!(
+        out.status.success(),
+        "dd {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn errno_of<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
+    r.unwrap_err().raw_os_error().unwrap()
+}
+
+/// Flush requests the block layer completed on `dev` (field 16 of /sys/block/X/stat).
+fn flushes(dev: &Path) -> u64 {
+    let name = dev.file_name().unwrap().to_str().unwrap();
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    stat.split_whitespace().nth(15).unwrap().parse().unwrap()
+}
+
+#[test]
+fn dd_in_and_out_with_and_without_o_direct() {
+    require_fuse!();
+    let lo = LoopDevice::new(96 << 20, 512).unwrap();
+    minfs().arg("mkfs").arg(lo.path()).assert().success();
+    let dir = scratch();
+    let src = dir.path().join("src.bin");
+    let data = pattern(1, 5_000_000);
+    std::fs::write(&src, &data).unwrap();
+    let m = Mounted::new(lo.path(), &[]);
+    let s = |p: &Path| p.display().to_string();
+    // Through the page cache (files created by dd), and with O_DIRECT both ways.
+    dd(&[
+        format!("if={}", s(&src)),
+        format!("of={}", s(&m.file("cached"))),
+        "bs=1M".into(),
+    ]);
+    dd(&[
+        format!("if={}", s(&src)),
+        format!("of={}", s(&m.file("direct"))),
+        "bs=256K".into(),
+        "oflag=direct".into(),
+    ]);
+    assert_eq!(std::fs::read(m.file("cached")).unwrap(), data);
+    for (name, iflag) in [("cached", "iflag=direct"), ("direct", "iflag=direct")] {
+        let out = dir.path().join(format!("{name}.out"));
+        dd(&[
+            format!("if={}", s(&m.file(name))),
+            format!("of={}", s(&out)),
+            "bs=64K".into(),
+            iflag.into(),
+        ]);
+        assert!(std::fs::read(&out).unwrap() == data, "{name} read back");
+    }
+    // While mounted, minfs cat reads the device directly: the writes are there already.
+    assert!(cat(lo.path(), "direct") == data);
+    let listing = std::fs::read_dir(m.path())
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect::<std::collections::BTreeMap<_, _>>();
+    assert_eq!(
+        listing.into_iter().collect::<Vec<_>>(),
+        vec![
+            ("cached".to_string(), 5_000_000),
+            ("direct".to_string(), 5_000_000)
+        ]
+    );
+    m.umount();
+    assert!(cat(lo.path(), "cached") == data);
+    assert!(cat(lo.path(), "direct") == data);
+    minfs().args(["fsck", "-n"]).arg(lo.path()).assert().code(0);
+}
+
+#[test]
+fn unaligned_reads_and_writes_keep_the_bytes_around_them() {
+    require_fuse!();
+    // 4096-byte logical sectors, so every sub-4K request is a read-modify-write.
+    let lo = LoopDevice::new(32 << 20, 4096).unwrap();
+    minfs().arg("mkfs").arg(lo.path()).assert().success();
+    minfs()
+        .arg("create")
+        .arg(lo.path())
+        .args(["f", "-s", "100000"])
+        .assert()
+        .success();
+    let m = Mounted::new(lo.path(), &[]);
+    let mut model = cat(lo.path(), "f");
+    assert_eq!(model.len(), 100_000);
+    let cached = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(m.file("f"))
+        .unwrap();
+    let direct = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.file("f"))
+        .unwrap();
+    let writes: [(u64, usize); 8] = [
+        (0, 1),
+        (1, 4095),
+        (4095, 2),
+        (5000, 10_000),
+        (12_288, 4096),
+        (30_001, 77),
+        (99_990, 10),
+        (65_535, 8193),
+    ];
+    for (i, &(off, len)) in writes.iter().enumerate() {
+        let bytes = pattern(100 + i as u64, len);
+        // Alternate the cached and the direct descriptor (both reach minfs unaligned).
+        let f = if i % 2 == 0 { &cached } else { &direct };
+        f.write_all_at(&bytes, off).unwrap();
+        model[off as usize..off as usize + len].copy_from_slice(&bytes);
+    }
+    for &(off, len) in &[(3u64, 10usize), (4090, 20), (99_999, 1), (0, 100_000)] {
+        let mut got = vec![0u8; len];
+        direct.read_exact_at(&mut got, off).unwrap();
+        assert!(
+            got == model[off as usize..off as usize + len],
+            "read {len}@{off}"
+        );
+    }
+    // A write past the end grows the file to its end.
+    direct.write_all_at(b"tail", 100_000).unwrap();
+    model.extend_from_slice(b"tail");
+    assert_eq!(std::fs::metadata(m.file("f")).unwrap().len(), 100_004);
+    // The last short page through the page cache is the file's, not more.
+    assert!(std::fs::read(m.file("f")).unwrap() == model);
+    drop((cached, direct));
+    m.umount();
+    assert!(cat(lo.path(), "f") == model);
+    minfs().args(["fsck", "-n"]).arg(lo.path()).assert().code(0);
+}
+
+#[test]
+fn fsync_and_close_flush_the_device() {
+    require_fuse!();
+    let lo = LoopDevice::new(32 << 20, 512).unwrap();
+    minfs().arg("mkfs").arg(lo.path()).assert().success();
+    minfs()
+        .arg("create")
+        .arg(lo.path())
+        .args(["f", "-s", "1M"])
+        .assert()
+        .success();
+    let m = Mounted::new(lo.path(), &[]);
+    let f = OpenOptions::new().write(true).open(m.file("f")).unwrap();
+    f.write_all_at(&pattern(7, 8192), 4096).unwrap();
+    let before = flushes(lo.path());
+    f.sync_data().unwrap();
+    assert!(
+        flushes(lo.path()) > before,
+        "fdatasync sent no flush to the device"
+    );
+    let before = flushes(lo.path());
+    f.sync_all().unwrap();
+    assert!(
+        flushes(lo.path()) > before,
+        "fsync sent no flush to the device"
+    );
+    // A write, then close: flushed.
+    f.write_all_at(b"x", 0).unwrap();
+    let before = flushes(lo.path());
+    drop(f);
+    assert!(
+        flushes(lo.path()) > before,
+        "close after a write did not flush"
+    );
+    // Opening and closing without writing does not.
+    let before = flushes(lo.path());
+    drop(File::open(m.file("f")).unwrap());
+    assert_eq!(flushes(lo.path()), before, "a read-only close flushed");
+    m.umount();
+    let got = cat(lo.path(), "f");
+    assert_eq!(got[0], b'x');
+    assert!(got[4096..4096 + 8192] == pattern(7, 8192));
+}
+
+#[test]
+fn create_size_remove_and_refused_operations() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    let m = Mounted::new(&img, &[]);
+    // Create empty, size with truncate, fallocate, ftruncate; shrink frees blocks.
+    File::create(m.file("empty")).unwrap();
+    let t = File::create(m.file("t")).unwrap();
+    t.set_len(3 << 20).unwrap();
+    let fa = File::create(m.file("fa")).unwrap();
+    nix::fcntl::fallocate(
+        std::os::fd::AsRawFd::as_raw_fd(&fa),
+        nix::fcntl::FallocateFlags::empty(),
+        0,
+        1 << 20,
+    )
+    .unwrap();
+    // KEEP_SIZE inside the file is fine, past its end it is refused.
+    let keep = nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&fa);
+    nix::fcntl::fallocate(fd, keep, 0, 4096).unwrap();
+    assert_eq!(
+        nix::fcntl::fallocate(fd, keep, 0, 2 << 20).unwrap_err(),
+        nix::errno::Errno::EOPNOTSUPP
+    );
+    let size = |n: &str| std::fs::metadata(m.file(n)).unwrap().len();
+    assert_eq!(
+        (size("empty"), size("t"), size("fa")),
+        (0, 3 << 20, 1 << 20)
+    );
+    let st = nix::sys::statvfs::statvfs(m.path()).unwrap();
+    assert_eq!(st.block_size(), 4096);
+    let free_before = st.blocks_free();
+    t.set_len(1 << 20).unwrap();
+    let freed = nix::sys::statvfs::statvfs(m.path()).unwrap().blocks_free() - free_before;
+    assert_eq!(freed, 512, "shrinking by 2 MiB frees 512 blocks");
+    assert_eq!(size("t"), 1 << 20);
+    // More than the filesystem holds: ENOSPC, and nothing changes.
+    assert_eq!(errno_of(t.set_len(1 << 40)), libc::ENOSPC);
+    assert_eq!(
+        nix::fcntl::fallocate(fd, nix::fcntl::FallocateFlags::empty(), 0, 1 << 40).unwrap_err(),
+        nix::errno::Errno::ENOSPC
+    );
+    assert_eq!(errno_of(t.write_all_at(b"x", 1 << 40)), libc::ENOSPC);
+    assert_eq!(size("t"), 1 << 20);
+
+    // Removing an open file is refused; closed, it goes.
+    assert_eq!(errno_of(std::fs::remove_file(m.file("t"))), libc::EBUSY);
+    drop(t);
+    drop(fa);
+    std::fs::remove_file(m.file("t")).unwrap();
+    assert_eq!(errno_of(std::fs::metadata(m.file("t"))), libc::ENOENT);
+    // No renames, directories, links, other modes or owners.
+    assert_eq!(
+        errno_of(std::fs::rename(m.file("fa"), m.file("fb"))),
+        libc::EPERM
+    );
+    assert_eq!(errno_of(std::fs::create_dir(m.file("d"))), libc::EPERM);
+    assert_eq!(
+        errno_of(std::fs::hard_link(m.file("fa"), m.file("h"))),
+        libc::EPERM
+    );
+    assert_eq!(
+        errno_of(std::os::unix::fs::symlink("fa", m.file("s"))),
+        libc::EPERM
+    );
+    assert_eq!(errno_of(std::fs::remove_dir(m.file("fa"))), libc::ENOTDIR);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        errno_of(std::fs::set_permissions(
+            m.file("fa"),
+            std::fs::Permissions::from_mode(0o600)
+        )),
+        libc::EPERM
+    );
+    assert_eq!(
+        errno_of(File::create(m.file(&"n".repeat(65)))),
+        libc::ENAMETOOLONG
+    );
+    // The same errors through the shell's tools, which must not crash anything.
+    for (prog, args) in [("mv", vec!["fa", "fc"]), ("mkdir", vec!["dir"])] {
+        let out = Command::new(prog)
+            .args(args)
+            .current_dir(m.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"));
+    }
+    // Still serving.
+    let mut names: Vec<String> = std::fs::read_dir(m.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["empty", "fa"]);
+    m.umount();
+    minfs()
+        .arg("ls")
+        .arg(&img)
+        .assert()
+        .success()
+        .stdout("empty\nfa\n");
+    minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
+}
+
+#[test]
+fn the_target_is_held_while_mounted_and_released_by_umount() {
+    require_fuse!();
+    let lo = LoopDevice::new(32 << 20, 512).unwrap();
+    let dir = scratch();
+    let img = image(dir.path(), "32M");
+    minfs().arg("mkfs").arg(lo.path()).assert().success();
+    for target in [img.as_path(), lo.path()] {
+        let m = Mounted::new(target, &[]);
+        let held = || predicate::str::contains("locked").or(predicate::str::contains("busy"));
+        minfs()
+            .args(["mkfs", "-f"])
+            .arg(target)
+            .assert()
+            .code(1)
+            .stderr(held());
+        minfs()
+            .args(["fsck", "-y"])
+            .arg(target)
+            .assert()
+            .code(8)
+            .stderr(held());
+        minfs()
+            .arg("create")
+            .arg(target)
+            .args(["x", "-s", "4096"])
+            .assert()
+            .code(1)
+            .stderr(held());
+        let other = scratch();
+        minfs()
+            .arg("mount")
+            .arg(target)
+            .arg(other.path())
+            .assert()
+            .code(1)
+            .stderr(held());
+        assert!(!mounted_at(other.path()));
+        minfs()
+            .args(["mount", "-o", "ro"])
+            .arg(target)
+            .arg(other.path())
+            .assert()
+            .code(1);
+        assert!(!mounted_at(other.path()));
+        // Read-only commands still work.
+        minfs().args(["fsck", "-n"]).arg(target).assert().code(0);
+        std::fs::write(m.file("new"), b"hello").unwrap();
+        // Right after umount returns the target is free again.
+        m.umount();
+        minfs().args(["fsck", "-y"]).arg(target).assert().code(0);
+        assert_eq!(cat(target, "new"), b"hello");
+        minfs().args(["mkfs", "-f"]).arg(target).assert().success();
+    }
+}
+
+#[test]
+fn read_only_mount() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "32M");
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["f", "-s", "4096"])
+        .assert()
+        .success();
+    let m = Mounted::new(&img, &["-o", "ro"]);
+    assert_eq!(std::fs::read(m.file("f")).unwrap(), vec![0u8; 4096]);
+    assert_eq!(errno_of(std::fs::write(m.file("f"), b"x")), libc::EROFS);
+    assert_eq!(errno_of(File::create(m.file("g"))), libc::EROFS);
+    assert_eq!(errno_of(std::fs::remove_file(m.file("f"))), libc::EROFS);
+    // Held exclusively all the same.
+    minfs().args(["mkfs", "-f"]).arg(&img).assert().code(1);
+    m.umount();
+    minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
+}
+
+#[test]
+fn mount_errors_are_clear_and_leave_nothing_behind() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "32M");
+    let mp = dir.path().join("mp");
+    std::fs::create_dir(&mp).unwrap();
+    let junk = dir.path().join("junk.img");
+    std::fs::write(&junk, vec![0u8; 4 << 20]).unwrap();
+    let cases: [(PathBuf, PathBuf, &str); 4] = [
+        (junk.clone(), mp.clone(), "not a minfs filesystem"),
+        (img.clone(), img.clone(), "not a directory"),
+        (img.clone(), dir.path().join("absent"), "No such file"),
+        (dir.path().join("absent.img"), mp.clone(), "cannot open"),
+    ];
+    for (target, mountpoint, want) in cases {
+        minfs()
+            .arg("mount")
+            .arg(&target)
+            .arg(&mountpoint)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(want));
+        assert!(!mounted_at(&mountpoint));
+    }
+    minfs()
+        .args(["mount", "-o", "bogus"])
+        .arg(&img)
+        .arg(&mp)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown mount option"));
+    minfs()
+        .arg("umount")
+        .arg(&mp)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not mounted"));
+    // Not ours: refused by name.
+    minfs()
+        .arg("umount")
+        .arg("/proc")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a minfs mount"));
+    // The target was never held.
+    minfs().args(["fsck", "-y"]).arg(&img).assert().code(0);
+}
+
+#[test]
+fn foreground_server_unmounts_on_sigterm() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "32M");
+    let mp = dir.path().join("mp");
+    std::fs::create_dir(&mp).unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("minfs"))
+        .args(["mount", "--foreground"])
+        .arg(&img)
+        .arg(&mp)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !mounted_at(&mp) {
+        assert!(start.elapsed() < Duration::from_secs(20), "never mounted");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the server exited with {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(mp.join("f"), b"kept").unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            testutil::retry_args("umount", &["-l".as_ref(), mp.as_os_str()]);
+            panic!("the server did not exit on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "server exited with {status}");
+    assert!(!mounted_at(&mp));
+    assert_eq!(cat(&img, "f"), b"kept");
+    minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
+}
+
+#[test]
+fn cannyls_file_nvm_on_a_mounted_file_survives_remount() {
+    use cannyls::lump::{LumpData, LumpId};
+    use cannyls::nvm::FileNvm;
+    use cannyls::storage::StorageBuilder;
+    require_fuse!();
+    // 4096-byte logical sectors: FileNvm's 512-byte O_DIRECT requests are read-modify-written.
+    for sector in [512u32, 4096] {
+        let lo = LoopDevice::new(64 << 20, sector).unwrap();
+        minfs().arg("mkfs").arg(lo.path()).assert().success();
+        let lumps: Vec<(u128, Vec<u8>)> = (0..60u128)
+            .map(|id| {
+                (
+                    id,
+                    pattern(id as u64 + 1000, 100 + (id as usize * 7919) % 70_000),
+                )
+            })
+            .collect();
+        let m = Mounted::new(lo.path(), &[]);
+        let path = m.file("cannyls.lusf");
+        {
+            // FileNvm creates the file itself (O_CREAT | O_DIRECT) and takes its flock.
+            let (nvm, created) = FileNvm::create_if_absent(&path, 16 << 20).unwrap();
+            assert!(created);
+            let mut storage = StorageBuilder::new().create(nvm).unwrap();
+            // flock works on the mounted file: a second FileNvm is refused.
+            let second = FileNvm::open(&path).map(drop).unwrap_err().to_string();
+            assert!(
+                second.contains("temporarily unavailable"),
+                "second FileNvm: {second}"
+            );
+            for (id, bytes) in &lumps {
+                let data = LumpData::new(bytes.clone()).unwrap();
+                assert!(storage.put(&LumpId::new(*id), &data).unwrap());
+            }
+            assert!(storage.delete(&LumpId::new(3)).unwrap());
+            storage.journal_sync().unwrap();
+        }
+        m.umount();
+        minfs().args(["fsck", "-n"]).arg(lo.path()).assert().code(0);
+        let m = Mounted::new(lo.path(), &[]);
+        {
+            let nvm = FileNvm::open(m.file("cannyls.lusf")).unwrap();
+            let mut storage = StorageBuilder::new().open(nvm).unwrap();
+            let listed: Vec<u128> = storage.list().iter().map(|l| l.as_u128()).collect();
+            let want: Vec<u128> = lumps.iter().map(|l| l.0).filter(|&id| id != 3).collect();
+            assert_eq!(listed, want, "sector {sector}");
+            for (id, bytes) in &lumps {
+                let got = storage.get(&LumpId::new(*id)).unwrap();
+                if *id == 3 {
+                    assert!(got.is_none());
+                } else {
+                    let got = got.unwrap_or_else(|| panic!("lump {id} lost"));
+                    assert!(got.as_bytes() == bytes.as_slice(), "lump {id} differs");
+                }
+            }
+        }
+        m.umount();
+        minfs().args(["fsck", "-n"]).arg(lo.path()).assert().code(0);
+    }
+}
+
+/// An in-memory device whose writes and flushes fail while `fail` is set.
+#[derive(Debug)]
+struct Failing {
+    inner: minfs::MemDevice,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+impl Failing {
+    fn check(&self) -> std::io::Result<()> {
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(std::io::Error::other("injected device error"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl minfs::BlockDevice for Failing {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.check()?;
+        self.inner.write_at(buf, offset)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.check()?;
+        self.inner.flush()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn logical_sector_size(&self) -> u32 {
+        self.inner.logical_sector_size()
+    }
+    fn physical_sector_size(&self) -> u32 {
+        self.inner.physical_sector_size()
+    }
+    fn is_read_only(&self) -> bool {
+        false
+    }
+}
+
+/// Lazily unmounts `0` if it is still mounted (a test that failed half-way).
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        if mounted_at(&self.0) {
+            testutil::retry_args("umount", &["-l".as_ref(), self.0.as_os_str()]);
+        }
+    }
+}
+
+#[test]
+fn after_a_failed_write_everything_answers_eio() {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    require_fuse!();
+    let dev = Arc::new(Failing {
+        inner: minfs::MemDevice::new(8 << 20, 512, 4096),
+        fail: false.into(),
+    });
+    let fs = minfs::Filesystem::format(dev.clone(), "failing", &Default::default()).unwrap();
+    fs.create("f", 1 << 20).unwrap();
+    let dir = scratch();
+    let mp = dir.path().join("mp");
+    std::fs::create_dir(&mp).unwrap();
+    // The server runs in this process, on a thread; the test is its client.
+    let server =
+        minfs::fuse::Server::mount_filesystem(fs, &mp, &minfs::fuse::MountConfig::default())
+            .unwrap();
+    let serving = std::thread::spawn(move || server.run());
+    let guard = Unmount(mp.clone());
+    let direct = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(mp.join("f"))
+        .unwrap();
+    direct.write_all_at(b"ok", 0).unwrap();
+    dev.fail.store(true, Ordering::SeqCst);
+    assert_eq!(errno_of(direct.write_all_at(b"no", 4096)), libc::EIO);
+    // The device works again, but nothing is trusted until a remount.
+    dev.fail.store(false, Ordering::SeqCst);
+    assert_eq!(errno_of(direct.write_all_at(b"no", 0)), libc::EIO);
+    let mut b = [0u8; 2];
+    assert_eq!(errno_of(direct.read_exact_at(&mut b, 0)), libc::EIO);
+    assert_eq!(errno_of(direct.sync_data()), libc::EIO);
+    assert_eq!(errno_of(File::create(mp.join("g"))), libc::EIO);
+    assert_eq!(errno_of(std::fs::metadata(mp.join("h"))), libc::EIO);
+    assert_eq!(errno_of(std::fs::read_dir(&mp)), libc::EIO);
+    // The mount point itself still answers, so it can be unmounted.
+    assert!(std::fs::metadata(&mp).unwrap().is_dir());
+    drop(direct);
+    minfs::fuse::mounts::unmount(&mp, false).unwrap();
+    let served = serving.join().unwrap();
+    assert!(
+        served
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("final flush")),
+        "{served:?}"
+    );
+    drop(guard);
+    assert!(!mounted_at(&mp));
+}
+
+/// What `truncate` through a mount relies on: `Filesystem::set_size` shrinks across extents,
+/// frees exactly the blocks past the new size, and the result is a clean filesystem.
+#[test]
+fn set_size_shrinks_across_extents() {
+    use std::sync::Arc;
+    let dev = Arc::new(minfs::MemDevice::new(8 << 20, 512, 4096));
+    let fs = minfs::Filesystem::format(dev.clone(), "mem", &Default::default()).unwrap();
+    fs.create("a", 8192).unwrap();
+    fs.create("b", 4096).unwrap();
+    // "b" sits right after "a": growing "a" adds a second extent.
+    fs.grow("a", 6 * 4096).unwrap();
+    assert_eq!(fs.stat("a").unwrap().extents.len(), 2);
+    let free = fs.free_bytes();
+    let handle = fs.open_file("a").unwrap();
+    let s = fs.set_size("a", 4097).unwrap();
+    assert_eq!((s.size, s.allocated, s.extents.len()), (4097, 8192, 1));
+    assert_eq!(fs.free_bytes(), free + 4 * 4096);
+    // Open handles see the new size: I/O past it is refused.
+    let mut buf = minfs::AlignedBuf::zeroed(4096, 4096);
+    assert!(handle.read_at(&mut buf, 4096).is_err());
+    handle.read_at(&mut buf[..512], 4096).unwrap();
+    // Growing back within the kept blocks allocates nothing; to zero frees everything.
+    fs.set_size("a", 8000).unwrap();
+    assert_eq!(fs.free_bytes(), free + 4 * 4096);
+    fs.set_size("a", 0).unwrap();
+    assert_eq!(fs.stat("a").unwrap().extents, vec![]);
+    drop((handle, fs));
+    let report = minfs::fsck::check_device(dev.as_ref(), "mem").unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    let fs = minfs::Filesystem::open_device(dev, "mem").unwrap();
+    assert_eq!(fs.stat("a").unwrap().size, 0);
+    assert_eq!(fs.stat("b").unwrap().size, 4096);
+}

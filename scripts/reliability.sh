@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The reliability suites (issue 6; README "Reliability"), with larger counts for nightly runs:
+#   1. minfs crash_sweep    crash images after every device operation + random crash seeds
+#   2. cannyls crash        a Cannyls storage on minfs, crashed at every device operation
+#   3. minfs io_errors      a read/write/flush failing once or for good at every operation
+#   4. minfs malformed_bitflips, bencher-workloads bad_input   malformed metadata and input
+#   5. minfs cli_bad_input  the CLI on bad input
+# (4 and 5 run when their test files exist.) Each suite prints its counts as its last line
+# ("crash points: N, ..., panics: 0"); a summary of them all ends the output, and the script
+# exits non-zero when any suite fails.
+#
+# Usage: scripts/reliability.sh [--crash-seeds N] [--release]
+#   --crash-seeds N  random crash images of suite 1 (suite 2 takes a quarter as many);
+#                    default 4000, what CI runs. Nightly: --crash-seeds 100000.
+#   --release        build optimized (faster for large counts).
+#
+# CI does not call this script: scripts/test.sh runs every suite once inside
+# `cargo test --workspace` at the default counts and prints the counts lines the suites leave
+# in <target>/tmp/reliability-*.txt, so nothing runs twice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seeds=4000
+profile=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --crash-seeds)
+      [ $# -ge 2 ] || { echo "reliability.sh: --crash-seeds needs a number" >&2; exit 2; }
+      seeds=$2
+      shift 2
+      ;;
+    --crash-seeds=*) seeds=${1#*=}; shift ;;
+    --release) profile=(--release); shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "reliability.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$seeds" in
+  ''|*[!0-9]*) echo "reliability.sh: --crash-seeds wants a whole number, not '$seeds'" >&2; exit 2 ;;
+esac
+export MINFS_CRASH_SEEDS=$seeds
+
+# name | package | test target | file that must exist
+suites=(
+  "crash_sweep|minfs|crash_sweep|minfs/tests/crash_sweep.rs"
+  "cannyls_crash|cannyls-adapter|crash|cannyls-adapter/tests/crash.rs"
+  "io_errors|minfs|io_errors|minfs/tests/io_errors.rs"
+  "malformed_bitflips|minfs|malformed_bitflips|minfs/tests/malformed_bitflips.rs"
+  "cli_bad_input|minfs|cli_bad_input|minfs/tests/cli_bad_input.rs"
+  "bad_input|bencher-workloads|bad_input|bencher-workloads/tests/bad_input.rs"
+)
+
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/minfs-reliability.XXXXXX")
+trap 'rm -rf "$logdir"' EXIT
+summary=()
+failed=0
+for entry in "${suites[@]}"; do
+  IFS='|' read -r name pkg target file <<<"$entry"
+  if [ ! -f "$file" ]; then
+    summary+=("$name: not present ($file), skipped")
+    continue
+  fi
+  echo "=== $name (cargo test -p $pkg --test $target, MINFS_CRASH_SEEDS=$seeds) ==="
+  start=$(date +%s)
+  status=ok
+  if ! cargo test "${profile[@]}" -p "$pkg" --test "$target" -- --nocapture --test-threads=1 \
+      2>&1 | tee "$logdir/$name.log"; then
+    status=FAILED
+    failed=1
+  fi
+  secs=$(( $(date +%s) - start ))
+  # The counts line: "label: N, label: N, ..." (the last such line the suite printed).
+  # (libtest prints "test NAME ... " before a test's first output: drop it.)
+  counts=$(sed -E 's/^test [^ ]+ \.\.\. //' "$logdir/$name.log" |
+    grep -E '^[a-z][^:]*: [0-9]+, .*: [0-9]+$' | tail -n 1 || true)
+  summary+=("$name [$status, ${secs}s]: ${counts:-no counts line printed}")
+done
+
+echo
+echo "=== reliability summary (MINFS_CRASH_SEEDS=$seeds) ==="
+printf '%s\n' "${summary[@]}"
+exit "$failed"
