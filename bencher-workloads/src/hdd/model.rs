@@ -33,6 +33,12 @@
 //!   if nothing is dirty, the drive reads ahead from where the read ended while it is idle,
 //!   up to `readahead_bytes` (a later read that continues the stream finds the data there, or
 //!   the head still streaming towards it).
+//! - **Queued read**: the kernel splits a large read into pieces (here at 512 KiB) and issues
+//!   them together; a piece the host sent while the previous command was still in service
+//!   waited in the drive's queue (NCQ). If it begins where the previous media read ended and
+//!   the media did nothing else since, the head reads on: no command overhead, seek or wait
+//!   (an addition to `docs/HDD-MODEL.md`, whose one-at-a-time replay would otherwise make
+//!   every later piece wait most of a revolution whenever dirty data stops the look-ahead).
 //! - **Discard / other** (`D`, `N` — write-zeroes prints as `N`): the command overhead only
 //!   (a desktop HDD has no TRIM; write-zeroes is rare in these traces).
 //!
@@ -74,6 +80,10 @@ pub struct DriveRequest {
     pub preflush: bool,
     /// Forced unit access: complete only when on the media.
     pub fua: bool,
+    /// The host sent it while the previous command was still in service, so it waited in
+    /// the drive's command queue (NCQ). A queued read that begins where the previous media
+    /// read ended continues that stream: no command overhead, seek or rotational wait.
+    pub queued: bool,
 }
 
 /// What the drive did, summed over the requests so far.
@@ -119,6 +129,8 @@ pub struct DriveStats {
     pub flush_wait_ns: f64,
     /// Requests rounded out to whole logical sectors (only with sectors over 512 bytes).
     pub misaligned_requests: u64,
+    /// Queued reads that continued the previous media read's stream.
+    pub queued_stream_reads: u64,
     /// Sectors read ahead into the cache.
     pub readahead_sectors: u64,
     /// Time the media worked for reads and destage runs (seek, rotational wait, 512e
@@ -279,6 +291,8 @@ pub struct Drive {
     prefetch: Option<Prefetch>,
     /// Model time of the last command (commands must not go back in time).
     last_start: f64,
+    /// Where the last media read ended (sector) and when, while nothing else used the media.
+    last_read: Option<(u64, f64)>,
     stats: DriveStats,
 }
 
@@ -301,6 +315,7 @@ impl Drive {
             step: None,
             prefetch: None,
             last_start: f64::NEG_INFINITY,
+            last_read: None,
             stats: DriveStats::default(),
         }
     }
@@ -351,6 +366,10 @@ impl Drive {
         let (a, b) = self.round_out(req.sector, req.sectors);
         let ts = start + self.overhead;
         match req.op {
+            ReqOp::Read if b > a && req.queued => match self.queued_stream(a, b, start) {
+                Some(end) => end,
+                None => self.read(a, b, ts),
+            },
             ReqOp::Read if b > a => self.read(a, b, ts),
             ReqOp::Write if b > a => {
                 let mut t = ts;
@@ -392,6 +411,44 @@ impl Drive {
 
     // ---- reads ----
 
+    /// A queued read of `[a, b)` that begins where the last media read ended, with the media
+    /// untouched since: the drive had the command while it was transferring the previous
+    /// one, so the head reads on (the kernel splits one large read into such pieces).
+    fn queued_stream(&mut self, a: u64, b: u64, start: f64) -> Option<f64> {
+        let (s_end, t_end) = self.last_read?;
+        if self.head != s_end || self.media_free != t_end || self.prefetch.is_some() {
+            return None;
+        }
+        // What is not in the cache must begin where the head is. With sectors over 512
+        // bytes the pieces, rounded out, overlap the previous one by up to a sector, which
+        // the drive has just read (in its buffer even when a full cache kept no copy).
+        let (m0, m1) = self.cache.uncovered_span(a, b)?;
+        let overlap = s_end.saturating_sub(m0);
+        if m0 > s_end || overlap > self.logical.max(self.physical) || m1 <= s_end {
+            return None;
+        }
+        let iface = (b - a) as f64 * 512.0 * self.iface_ns_per_byte;
+        let (a, b) = (s_end, m1);
+        let xfer = self.g.transfer_ns(a, b);
+        let end = t_end.max(start) + xfer;
+        self.stats.media_reads += 1;
+        self.stats.queued_stream_reads += 1;
+        self.stats.read_transfer_ns += xfer;
+        self.stats.media_busy_ns += xfer;
+        self.head = b;
+        self.media_free = end;
+        self.cache.fill(a, b);
+        self.last_read = Some((b, end));
+        if self.readahead > 0 && self.cache.dirty() == 0 && b < self.capacity_sectors {
+            self.prefetch = Some(Prefetch {
+                from: b,
+                t0: end,
+                limit: (b + self.readahead).min(self.capacity_sectors),
+            });
+        }
+        Some(end.max(start + iface))
+    }
+
     fn read(&mut self, a: u64, b: u64, ts: f64) -> f64 {
         self.advance(ts);
         self.materialize_prefetch(ts);
@@ -428,6 +485,7 @@ impl Drive {
         self.head = m1;
         self.media_free = end;
         self.cache.fill(m0, m1);
+        self.last_read = Some((m1, end));
         if self.readahead > 0 && self.cache.dirty() == 0 && m1 < self.capacity_sectors {
             self.prefetch = Some(Prefetch {
                 from: m1,
@@ -762,6 +820,7 @@ mod tests {
             sectors,
             preflush: false,
             fua: false,
+            queued: false,
         }
     }
 

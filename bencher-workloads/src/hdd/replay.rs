@@ -309,13 +309,15 @@ pub fn replay(trace: &Trace, profile: &Profile) -> Result<Replay, InputError> {
             Some(c) => max_e - rel(c),
             None => 0.0,
         };
-        let start = (rel(r.issue_ns) + s).max(prev_end).max(0.0);
+        let sent = rel(r.issue_ns) + s;
+        let start = sent.max(prev_end).max(0.0);
         let req = DriveRequest {
             op: r.rwbs.op,
             sector: r.sector,
             sectors: r.sectors,
             preflush: r.rwbs.preflush,
             fua: r.rwbs.fua,
+            queued: sent < prev_end,
         };
         let end = drive.submit(&req, start);
         prev_end = end;
