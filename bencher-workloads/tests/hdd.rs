@@ -677,12 +677,11 @@ fn cli() {
 /// during the command overhead and waits most of a revolution.
 #[test]
 fn a_queued_read_continuing_the_last_one_streams_on() {
-    let p = drive512();
-    let rev = p.revolution_ns();
-    let pieces = [(1_000_000u64, 1020u64), (1_001_020, 1024), (1_002_044, 5)];
-    let stream_of = |queued: bool| {
-        let mut d = Drive::new(&p);
-        // Dirty data in the cache (as between puts), so the drive does not read ahead.
+    /// Reads `pieces` (queued after the first when `queued`) with dirty data in the cache
+    /// (as between puts, so the drive does not read ahead): the time after the first piece
+    /// completed, and the queued reads that streamed on.
+    fn pieces_after_first(p: &Profile, pieces: &[(u64, u64)], queued: bool) -> (f64, u64) {
+        let mut d = Drive::new(p);
         let mut t = d.submit(&w(50_000_000, 8), 0.0);
         let mut first_end = 0.0;
         for (i, &(s, n)) in pieces.iter().enumerate() {
@@ -696,11 +695,14 @@ fn a_queued_read_continuing_the_last_one_streams_on() {
             }
         }
         (t - first_end, d.stats().queued_stream_reads)
-    };
-    let (queued, n_queued) = stream_of(true);
-    let (unqueued, n_unqueued) = stream_of(false);
-    let d = Drive::new(&p);
-    let xfer = d.stream_ns(1_001_020, 1_002_049);
+    }
+
+    let p = drive512();
+    let rev = p.revolution_ns();
+    let pieces = [(1_000_000u64, 1020u64), (1_001_020, 1024), (1_002_044, 5)];
+    let (queued, n_queued) = pieces_after_first(&p, &pieces, true);
+    let (unqueued, n_unqueued) = pieces_after_first(&p, &pieces, false);
+    let xfer = Drive::new(&p).stream_ns(1_001_020, 1_002_049);
     assert_eq!((n_queued, n_unqueued), (2, 0));
     // Queued: just the transfer of the later pieces.
     assert!(
@@ -714,27 +716,10 @@ fn a_queued_read_continuing_the_last_one_streams_on() {
     );
 
     // 4Kn: the pieces are rounded out to 4 KiB and overlap by part of a sector; the part not
-    // yet read still begins under the head.
-    let p4 = drive4k();
-    let mut d = Drive::new(&p4);
-    let mut t = d.submit(&w(50_000_000, 8), 0.0);
-    let mut first_end = 0.0;
+    // yet read still begins under the head. The third piece lies within the second one
+    // rounded out: a cache hit.
     let pieces = [(149_335u64, 1020u64), (150_355, 1024), (151_379, 5)];
-    for (i, &(s, n)) in pieces.iter().enumerate() {
-        let req = DriveRequest {
-            queued: i > 0,
-            ..r(s, n)
-        };
-        t = d.submit(&req, t);
-        if i == 0 {
-            first_end = t;
-        }
-    }
-    // The third piece lies within the second one rounded out: a cache hit.
-    assert_eq!(d.stats().queued_stream_reads, 1);
-    assert!(
-        t - first_end < xfer + 150_000.0,
-        "4Kn queued pieces took {}",
-        t - first_end
-    );
+    let (queued, n_queued) = pieces_after_first(&drive4k(), &pieces, true);
+    assert_eq!(n_queued, 1);
+    assert!(queued < xfer + 150_000.0, "4Kn queued pieces took {queued}");
 }
