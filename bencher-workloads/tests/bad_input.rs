@@ -112,38 +112,6 @@ impl Case {
     }
 }
 
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-/// How to run the binary as `nobody` (empty: as ourselves, already unprivileged), or why not.
-fn unprivileged_runner(bin: &Path) -> Result<Vec<OsString>, String> {
-    if !is_root() {
-        return Ok(Vec::new());
-    }
-    let setpriv = testutil::which("setpriv").ok_or("setpriv (util-linux) is not installed")?;
-    let prefix = vec![
-        setpriv.into_os_string(),
-        os("--reuid=65534"),
-        os("--regid=65534"),
-        os("--clear-groups"),
-    ];
-    let out = std::process::Command::new(&prefix[0])
-        .args(&prefix[1..])
-        .arg(bin)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("setpriv: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "user 65534 cannot run {}: {}",
-            bin.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(prefix)
-}
-
 #[derive(Debug, Default)]
 struct Counts {
     cases: u64,
@@ -728,7 +696,7 @@ fn build_cases(st: &Setup) -> Vec<Case> {
 fn bad_input_cases() {
     let st = Setup::new();
     let bin = assert_cmd::cargo::cargo_bin("minfs-bench");
-    let runner = unprivileged_runner(&bin);
+    let runner = testutil::unprivileged_runner(&bin);
     if let Err(why) = &runner {
         testutil::print_skip("bad_input_cases: unreadable workload", why);
     }
@@ -744,8 +712,7 @@ fn bad_input_cases() {
         "cases: {}, skipped: {}, wrong exit codes: {}, unclear messages: {}, images changed: {}, panics: {}",
         n.cases, n.skipped, n.wrong_codes, n.unclear, n.changed, n.panics
     );
-    println!("{counts}");
-    save_counts(&counts);
+    testutil::report_counts(env!("CARGO_TARGET_TMPDIR"), "bad_input", &counts);
     assert_eq!(
         (n.wrong_codes, n.unclear, n.changed, n.panics),
         (0, 0, 0, 0),
@@ -787,11 +754,4 @@ fn a_binary_workload_is_not_echoed_raw() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-}
-
-/// Writes this suite's counts line where `scripts/test.sh` prints it after `cargo test`
-/// (`$CARGO_TARGET_TMPDIR/reliability-<suite>.txt`), so CI's log shows it.
-fn save_counts(line: &str) {
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("reliability-bad_input.txt");
-    let _ = std::fs::write(path, format!("bad_input: {line}\n"));
 }

@@ -508,12 +508,7 @@ fn cannyls_survives_every_crash_point() {
     );
     // Printed, and kept for scripts/test.sh to show in CI's log (cargo test hides the output of
     // a passing test).
-    println!("{counts}");
-    let path =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("reliability-cannyls_crash.txt");
-    if let Err(e) = std::fs::write(&path, format!("cannyls_crash: {counts}\n")) {
-        eprintln!("cannot write {}: {e}", path.display());
-    }
+    testutil::report_counts(env!("CARGO_TARGET_TMPDIR"), "cannyls_crash", &counts);
     assert!(
         failures.is_empty(),
         "{} failures; first: {}",

@@ -142,40 +142,6 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-/// How to run the binary as `nobody`, or why that is not possible.
-fn unprivileged_runner(bin: &Path) -> Result<Vec<OsString>, String> {
-    if !is_root() {
-        return Ok(Vec::new());
-    }
-    let Some(setpriv) = testutil::which("setpriv") else {
-        return Err("setpriv (util-linux) is not installed".into());
-    };
-    let prefix = vec![
-        setpriv.into_os_string(),
-        os("--reuid=65534"),
-        os("--regid=65534"),
-        os("--clear-groups"),
-    ];
-    let out = std::process::Command::new(&prefix[0])
-        .args(&prefix[1..])
-        .arg(bin)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("setpriv: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "user 65534 cannot run {}: {}",
-            bin.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(prefix)
-}
-
 #[derive(Debug, Default)]
 struct Counts {
     cases: u64,
@@ -433,7 +399,7 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
     let rodir = st.p("read-only-dir");
     std::fs::create_dir(&rodir).unwrap();
     std::fs::set_permissions(&rodir, std::fs::Permissions::from_mode(0o555)).unwrap();
-    if is_root() {
+    if testutil::is_root() {
         let p = private.join("new.img");
         v.push(
             case(
@@ -896,7 +862,7 @@ fn bad_input_cases() {
     let st = Setup::new();
     let img = st.minfs_image("reference.img", "4M");
     let bin = assert_cmd::cargo::cargo_bin("minfs");
-    let runner = unprivileged_runner(&bin);
+    let runner = testutil::unprivileged_runner(&bin);
     if let Err(why) = &runner {
         testutil::print_skip("bad_input_cases: permission cases", why);
     }
@@ -917,8 +883,7 @@ fn bad_input_cases() {
         "cases: {}, skipped: {}, wrong exit codes: {}, unclear messages: {}, images changed: {}, panics: {}",
         n.cases, n.skipped, n.wrong_codes, n.unclear, n.changed, n.panics
     );
-    println!("{counts}");
-    save_counts(&counts);
+    testutil::report_counts(env!("CARGO_TARGET_TMPDIR"), "cli_bad_input", &counts);
     assert_eq!(
         (n.wrong_codes, n.unclear, n.changed, n.panics),
         (0, 0, 0, 0),
@@ -1008,12 +973,4 @@ fn a_failed_preallocation_names_the_size() {
             "cannot preallocate 1152921504606846976 bytes",
         ));
     assert!(!p.exists());
-}
-
-/// Writes this suite's counts line where `scripts/test.sh` prints it after `cargo test`
-/// (`$CARGO_TARGET_TMPDIR/reliability-<suite>.txt`), so CI's log shows it.
-fn save_counts(line: &str) {
-    let path =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("reliability-cli_bad_input.txt");
-    let _ = std::fs::write(path, format!("cli_bad_input: {line}\n"));
 }

@@ -1112,20 +1112,15 @@ fn malformed_metadata_bit_flips() {
     for f in &all.failures {
         println!("FAILURE {f}");
     }
-    println!("{}", line.join(", "));
-    save_counts(&line.join(", "));
+    testutil::report_counts(
+        env!("CARGO_TARGET_TMPDIR"),
+        "malformed_bitflips",
+        &line.join(", "),
+    );
     let failed: u64 = FAILURE_KEYS.iter().map(|k| all.get(k)).sum();
     assert_eq!(failed, 0, "failures (first 20): {:#?}", all.failures);
     assert_eq!(all.get("corrupted errors"), all.get("bit flips"));
     assert_eq!(all.get("opened via other slot"), all.get("full opens"));
     assert!(all.get("resealed accepted") > 0 && all.get("resealed rejected") > 0);
     assert!(all.get("garbage refused") > 0);
-}
-
-/// Writes this suite's counts line where `scripts/test.sh` prints it after `cargo test`
-/// (`$CARGO_TARGET_TMPDIR/reliability-<suite>.txt`), so CI's log shows it.
-fn save_counts(line: &str) {
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("reliability-malformed_bitflips.txt");
-    let _ = std::fs::write(path, format!("malformed_bitflips: {line}\n"));
 }

@@ -225,3 +225,49 @@ impl XorShift {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 }
+
+/// Whether this process runs as root (the owner of `/proc/self`).
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// The command prefix that runs `bin` as user `nobody` (65534) via `setpriv`, empty when this
+/// process is not root (already unprivileged), or why that is not possible.
+pub fn unprivileged_runner(bin: &Path) -> Result<Vec<std::ffi::OsString>, String> {
+    if !is_root() {
+        return Ok(Vec::new());
+    }
+    let setpriv = which("setpriv").ok_or("setpriv (util-linux) is not installed")?;
+    let prefix: Vec<std::ffi::OsString> = vec![
+        setpriv.into_os_string(),
+        "--reuid=65534".into(),
+        "--regid=65534".into(),
+        "--clear-groups".into(),
+    ];
+    let out = Command::new(&prefix[0])
+        .args(&prefix[1..])
+        .arg(bin)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("setpriv: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "user 65534 cannot run {}: {}",
+            bin.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(prefix)
+}
+
+/// Prints a reliability suite's counts line and writes it to
+/// `TMPDIR/reliability-<suite>.txt` (pass the test's `env!("CARGO_TARGET_TMPDIR")`), where
+/// `scripts/test.sh` picks it up for CI's log (cargo test hides a passing test's output).
+pub fn report_counts(tmpdir: &str, suite: &str, counts: &str) {
+    println!("{counts}");
+    let path = Path::new(tmpdir).join(format!("reliability-{suite}.txt"));
+    if let Err(e) = std::fs::write(&path, format!("{suite}: {counts}\n")) {
+        eprintln!("cannot write {}: {e}", path.display());
+    }
+}

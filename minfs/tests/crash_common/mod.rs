@@ -15,12 +15,7 @@ use minfs::{AlignedBuf, BlockDevice, Error, FileStat, Filesystem, FormatOptions,
 /// `$CARGO_TARGET_TMPDIR/reliability-<suite>.txt`, where `scripts/test.sh` picks it up for
 /// CI's log (cargo test hides a passing test's output).
 pub fn report(suite: &str, counts: &str) {
-    println!("{counts}");
-    let path =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("reliability-{suite}.txt"));
-    if let Err(e) = std::fs::write(&path, format!("{suite}: {counts}\n")) {
-        eprintln!("cannot write {}: {e}", path.display());
-    }
+    testutil::report_counts(env!("CARGO_TARGET_TMPDIR"), suite, counts);
 }
 
 /// Device size and sector sizes.
