@@ -181,6 +181,56 @@ fn y_top(values: impl Iterator<Item = f64>, legend_rows: usize) -> f64 {
     max * (1.2 + 0.08 * legend_rows as f64)
 }
 
+/// The axes both ratio plots share: a group of bars per workload on x, the ratio on y up to
+/// `top`, and a line at 1 (the baseline).
+fn ratio_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    y_desc: &str,
+    workloads: &[String],
+    top: f64,
+) -> Result<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<GroupAxis, plotters::coord::types::RangedCoordf64>,
+    >,
+    PlotError,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(16)
+        .margin_right(40)
+        .x_label_area_size(50)
+        .y_label_area_size(60)
+        .build_cartesian_2d(GroupAxis(workloads.len()), 0f64..top)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("workload")
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| {
+            workloads
+                .get(v.floor().max(0.0) as usize)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .max_light_lines(0)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, 1.0), (workloads.len().max(1) as f64, 1.0)],
+            BLACK.mix(0.6).stroke_width(1),
+        ))
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// Grouped bars: per workload a group, per target a bar of its ratio, a line at 1 and each
 /// bar's value above it.
 pub fn ratios_svg(
@@ -198,37 +248,7 @@ pub fn ratios_svg(
     {
         let root = SVGBackend::with_string(&mut buf, (width, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .margin_right(40)
-            .x_label_area_size(50)
-            .y_label_area_size(60)
-            .build_cartesian_2d(GroupAxis(workloads.len()), 0f64..top)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc("workload")
-            .y_desc(y_desc)
-            .x_label_formatter(&|v| {
-                workloads
-                    .get(v.floor().max(0.0) as usize)
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .y_label_formatter(&|v| format!("{v:.1}"))
-            .max_light_lines(0)
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, 1.0), (groups as f64, 1.0)],
-                BLACK.mix(0.6).stroke_width(1),
-            ))
-            .map_err(err)?;
+        let mut chart = ratio_chart(&root, title, y_desc, workloads, top)?;
         let slot = 0.8 / per as f64;
         let label = TextStyle::from(("sans-serif", 12).into_font())
             .color(&BLACK)
@@ -294,37 +314,8 @@ pub fn modelled_vs_measured_svg(
     {
         let root = SVGBackend::with_string(&mut buf, (width, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 20))
-            .margin(16)
-            .margin_right(40)
-            .x_label_area_size(50)
-            .y_label_area_size(60)
-            .build_cartesian_2d(GroupAxis(workloads.len()), 0f64..top)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc("workload")
-            .y_desc(format!("median total elapsed / {baseline}'s"))
-            .x_label_formatter(&|v| {
-                workloads
-                    .get(v.floor().max(0.0) as usize)
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .y_label_formatter(&|v| format!("{v:.1}"))
-            .max_light_lines(0)
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, 1.0), (groups as f64, 1.0)],
-                BLACK.mix(0.6).stroke_width(1),
-            ))
-            .map_err(err)?;
+        let y_desc = format!("median total elapsed / {baseline}'s");
+        let mut chart = ratio_chart(&root, &title, &y_desc, workloads, top)?;
         let slot = 0.8 / per as f64;
         let half = slot * 0.46;
         for (t, name) in targets.iter().enumerate() {
