@@ -142,8 +142,8 @@ impl Cache {
         self.dirty.count_in(a, b) + self.clean.count_in(a, b) == b - a
     }
 
-    /// The span from the first to the last sector of `[a, b)` that is not in the cache.
-    pub(crate) fn uncovered_span(&self, a: u64, b: u64) -> Option<(u64, u64)> {
+    /// The cached ranges (dirty or clean) overlapping `[a, b)`, sorted by start.
+    fn held(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
         let mut held: Vec<(u64, u64)> = self
             .dirty
             .overlaps(a, b)
@@ -157,6 +157,12 @@ impl Cache {
             )
             .collect();
         held.sort_unstable();
+        held
+    }
+
+    /// The span from the first to the last sector of `[a, b)` that is not in the cache.
+    pub(crate) fn uncovered_span(&self, a: u64, b: u64) -> Option<(u64, u64)> {
+        let held = self.held(a, b);
         // Walk the holes.
         let mut first = None;
         let mut last = None;
@@ -217,19 +223,7 @@ impl Cache {
             return;
         }
         let stamp = self.stamp();
-        let mut held: Vec<(u64, u64)> = self
-            .dirty
-            .overlaps(a, b)
-            .into_iter()
-            .map(|(s, e, _)| (s, e))
-            .chain(
-                self.clean
-                    .overlaps(a, b)
-                    .into_iter()
-                    .map(|(s, e, _)| (s, e)),
-            )
-            .collect();
-        held.sort_unstable();
+        let held = self.held(a, b);
         let mut pos = a;
         for (s, e) in held {
             if s > pos {
