@@ -34,6 +34,15 @@
 //! - a failed **flush** makes nothing durable: every pending write stays pending (a crash may
 //!   still lose, keep or tear each one, which covers a flush that got partway).
 //!
+//! # Unreadable sectors
+//! [`FaultDevice::make_unreadable`] and [`CrashDevice::make_unreadable`] mark logical sectors
+//! as a drive's latent sector errors: a read touching one fails with `EIO` (and fills the
+//! caller's buffer with `0xEE` bytes) and changes nothing, as a drive reports an uncorrectable
+//! sector. A later write that covers a marked sector whole clears the mark (the drive writes,
+//! or reallocates, the sector); one that covers only part of it cannot, and leaves it marked.
+//! The marks are not part of [`MediaState`]: they are set on the device a test runs or on the
+//! crash image it opens.
+//!
 //! # Contract checks
 //! Requests are checked like the real devices' (alignment to the logical sector, range) and
 //! refused with [`std::io::ErrorKind::InvalidInput`] before anything else happens.
@@ -50,6 +59,90 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{check_request, BlockDevice};
+
+/// Logical sectors that fail to read (latent sector errors), by byte offset.
+#[derive(Debug, Clone, Default)]
+struct BadSectors {
+    sector: u64,
+    offsets: std::collections::BTreeSet<u64>,
+}
+
+impl BadSectors {
+    fn new(sector: u32) -> BadSectors {
+        BadSectors {
+            sector: u64::from(sector),
+            offsets: Default::default(),
+        }
+    }
+
+    /// Marks every logical sector that `offset..offset + len` touches.
+    fn mark(&mut self, offset: u64, len: u64) {
+        let first = offset / self.sector * self.sector;
+        let end = offset.saturating_add(len);
+        let mut at = first;
+        while at < end {
+            self.offsets.insert(at);
+            at += self.sector;
+        }
+    }
+
+    /// The first marked sector in `offset..offset + len`, if any.
+    fn first_in(&self, offset: u64, len: u64) -> Option<u64> {
+        self.offsets.range(offset..offset + len).next().copied()
+    }
+
+    /// Clears the marks a write of `len` bytes at `offset` covers whole (requests are
+    /// sector-aligned, so that is every sector it touches).
+    fn write(&mut self, offset: u64, len: u64) {
+        if self.offsets.is_empty() {
+            return;
+        }
+        let hit: Vec<u64> = self.offsets.range(offset..offset + len).copied().collect();
+        for at in hit {
+            self.offsets.remove(&at);
+        }
+    }
+
+    /// The error a read of `len` bytes at `offset` gets, if it touches a marked sector.
+    fn check_read(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match self.first_in(offset, buf.len() as u64) {
+            None => Ok(()),
+            Some(bad) => {
+                buf.fill(0xEE);
+                Err(io::Error::new(
+                    io::Error::from_raw_os_error(libc::EIO).kind(),
+                    UnreadableSector {
+                        offset: bad,
+                        request_offset: offset,
+                        request_len: buf.len() as u64,
+                    },
+                ))
+            }
+        }
+    }
+}
+
+/// The error of a read that touched an unreadable sector (its `raw_os_error` is not set; its
+/// message names the sector).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableSector {
+    /// Byte offset of the first unreadable sector the read touched.
+    pub offset: u64,
+    pub request_offset: u64,
+    pub request_len: u64,
+}
+
+impl fmt::Display for UnreadableSector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unrecoverable read error (EIO): sector at byte {} is unreadable ({} bytes at byte {})",
+            self.offset, self.request_len, self.request_offset
+        )
+    }
+}
+
+impl std::error::Error for UnreadableSector {}
 
 /// The kind of a device operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -463,6 +556,7 @@ impl MediaState {
         CrashDevice {
             base: self.durable.clone(),
             overlay: Mutex::new(overlay),
+            bad: Mutex::new(BadSectors::new(self.sector)),
             logical: self.sector,
             physical: physical_sector_size,
         }
@@ -501,6 +595,7 @@ impl MediaState {
 pub struct CrashDevice {
     base: Arc<Vec<u8>>,
     overlay: Mutex<BTreeMap<u64, Box<[u8]>>>,
+    bad: Mutex<BadSectors>,
     logical: u32,
     physical: u32,
 }
@@ -520,7 +615,22 @@ impl CrashDevice {
         self.overlay.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The whole content, as one buffer.
+    /// Marks the logical sectors that `offset..offset + len` touches unreadable (see the
+    /// [module docs](self#unreadable-sectors)).
+    pub fn make_unreadable(&self, offset: u64, len: u64) {
+        self.bad().mark(offset, len);
+    }
+
+    /// Byte offsets of the sectors marked unreadable now.
+    pub fn unreadable_sectors(&self) -> Vec<u64> {
+        self.bad().offsets.iter().copied().collect()
+    }
+
+    fn bad(&self) -> MutexGuard<'_, BadSectors> {
+        self.bad.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The whole content, as one buffer (unreadable sectors with what they last held).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut out = self.base.to_vec();
         for (&at, bytes) in self.overlay().iter() {
@@ -533,6 +643,7 @@ impl CrashDevice {
 impl BlockDevice for CrashDevice {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         check_request(self, buf.as_ptr(), buf.len(), offset)?;
+        self.bad().check_read(buf, offset)?;
         let at = offset as usize;
         buf.copy_from_slice(&self.base[at..at + buf.len()]);
         for (&pos, bytes) in self.overlay().range(offset..offset + buf.len() as u64) {
@@ -545,6 +656,7 @@ impl BlockDevice for CrashDevice {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         check_request(self, buf.as_ptr(), buf.len(), offset)?;
         let s = self.logical as usize;
+        self.bad().write(offset, buf.len() as u64);
         let mut o = self.overlay();
         for (i, sector) in buf.chunks(s).enumerate() {
             o.insert(offset + (i * s) as u64, sector.into());
@@ -606,6 +718,7 @@ struct State {
     injected: u64,
     faults: Vec<Fault>,
     trace: Option<Vec<TraceEntry>>,
+    bad: BadSectors,
 }
 
 /// A test device: an in-memory image with a write cache that a test can crash, and
@@ -651,6 +764,7 @@ impl FaultDevice {
                 injected: 0,
                 faults: Vec::new(),
                 trace: None,
+                bad: BadSectors::new(logical),
             }),
         }
     }
@@ -695,6 +809,17 @@ impl FaultDevice {
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// Marks the logical sectors that `offset..offset + len` touches unreadable (see the
+    /// [module docs](self#unreadable-sectors)).
+    pub fn make_unreadable(&self, offset: u64, len: u64) {
+        self.lock().bad.mark(offset, len);
+    }
+
+    /// Byte offsets of the sectors marked unreadable now.
+    pub fn unreadable_sectors(&self) -> Vec<u64> {
+        self.lock().bad.offsets.iter().copied().collect()
     }
 
     /// What the media holds right now, for crashing: durable image plus pending writes.
@@ -755,6 +880,7 @@ impl BlockDevice for FaultDevice {
             buf.fill(0xEE);
             return Err(FaultDevice::injected_error(OpKind::Read, offset, buf.len()));
         }
+        st.bad.check_read(buf, offset)?;
         let at = offset as usize;
         buf.copy_from_slice(&st.volatile[at..at + buf.len()]);
         Ok(())
@@ -775,6 +901,7 @@ impl BlockDevice for FaultDevice {
             let at = offset as usize;
             st.volatile[at..at + keep].copy_from_slice(data);
             st.media.write(offset, data.clone());
+            st.bad.write(offset, keep as u64);
         }
         FaultDevice::log(
             &mut st,
@@ -1023,6 +1150,40 @@ mod tests {
         assert!(buf.iter().all(|&b| b == 0xEE));
         dev.read_at(&mut buf, 0).unwrap();
         assert!(buf.iter().all(|&b| b == 1));
+    }
+
+    #[test]
+    fn unreadable_sectors_fail_reads_until_rewritten() {
+        let dev = FaultDevice::new(16384, 512, 4096);
+        dev.write_at(&aligned(4096, 7), 4096).unwrap();
+        dev.flush().unwrap();
+        dev.make_unreadable(5000, 1);
+        assert_eq!(dev.unreadable_sectors(), vec![4608]);
+        let mut buf = aligned(4096, 0);
+        let e = dev.read_at(&mut buf, 4096).unwrap_err();
+        assert_eq!(e.kind(), io::Error::from_raw_os_error(libc::EIO).kind());
+        assert!(e.to_string().contains("sector at byte 4608"), "{e}");
+        assert!(buf.iter().all(|&b| b == 0xEE));
+        // Reads that miss the sector work.
+        dev.read_at(&mut buf[..512], 4096).unwrap();
+        dev.read_at(&mut buf[..512], 5120).unwrap();
+        assert!(buf[..512].iter().all(|&b| b == 7));
+        // A write over it clears it.
+        dev.write_at(&aligned(512, 8), 4608).unwrap();
+        assert!(dev.unreadable_sectors().is_empty());
+        dev.read_at(&mut buf, 4096).unwrap();
+        assert_eq!((buf[0], buf[512], buf[1024]), (7, 8, 7));
+
+        // The same on a crash image.
+        let media = dev.media();
+        let crash = media.crash_device(&vec![Fate::Kept; media.pending().len()], 4096);
+        crash.make_unreadable(0, 4096);
+        assert_eq!(crash.unreadable_sectors().len(), 8);
+        assert!(crash.read_at(&mut buf[..512], 1024).is_err());
+        crash.write_at(&aligned(1024, 1), 1024).unwrap();
+        assert_eq!(crash.unreadable_sectors().len(), 6);
+        crash.read_at(&mut buf[..1024], 1024).unwrap();
+        assert!(crash.read_at(&mut buf[..4096], 0).is_err());
     }
 
     #[test]
