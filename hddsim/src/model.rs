@@ -18,7 +18,7 @@
 //!   can begin when the platter's angle equals the first sector's.
 //! - Seek: distance x = |Δtrack| / ⌊F(C)⌋ of the full stroke; t(x) = t0 + A·x + B·√x for a
 //!   different track, 0 on the same track; separate curves for reads and writes
-//!   ([`SeekCurve::solve`](super::profile::SeekCurve::solve)).
+//!   ([`SeekCurve::solve`](crate::profile::SeekCurve::solve)).
 //!
 //! # Commands (one at a time, each paying the command overhead `o` first)
 //! - **Write**: the data goes into the cache at the interface rate and the command completes
@@ -63,9 +63,9 @@
 
 use serde::Serialize;
 
-use super::cache::Cache;
-use super::profile::{Profile, SeekCurve};
-use super::trace::ReqOp;
+use crate::cache::Cache;
+use crate::profile::{Profile, SeekCurve};
+use crate::trace::ReqOp;
 
 /// One request as the drive sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -333,6 +333,11 @@ impl Drive {
     /// Capacity in 512-byte sectors.
     pub fn capacity_sectors(&self) -> u64 {
         self.capacity_sectors
+    }
+
+    /// Tracks over the full stroke.
+    pub fn tracks(&self) -> f64 {
+        self.g.tracks
     }
 
     /// One revolution (ns).

@@ -421,12 +421,12 @@ impl Profile {
 }
 
 /// The directories a profile name is looked up in, in order: this crate's `profiles/`
-/// (where it was built), `./profiles` and `./bencher-workloads/profiles`.
+/// (`hddsim/profiles`, where it was built), `./profiles` and `./hddsim/profiles`.
 pub fn profile_dirs() -> Vec<PathBuf> {
     vec![
         Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles"),
         PathBuf::from("profiles"),
-        PathBuf::from("bencher-workloads").join("profiles"),
+        PathBuf::from("hddsim").join("profiles"),
     ]
 }
 
