@@ -28,7 +28,7 @@
 //! - **Flush**: completes when every dirty sector is on the media.
 //! - **Read**: if every sector is in the cache (dirty, destaged, read or read ahead), it
 //!   completes at the interface rate. Otherwise the media reads the span from the first to the
-//!   last missing sector: background work stops, the head seeks (read curve), waits for the
+//!   last missing sector: background work yields (below), the head seeks (read curve), waits for the
 //!   sector, transfers at R(u); the data read stays in the cache as clean data. Afterwards,
 //!   if nothing is dirty, the drive reads ahead from where the read ended while it is idle,
 //!   up to `readahead_bytes` (a later read that continues the stream finds the data there, or
@@ -48,18 +48,45 @@
 //! sectors) in elevator order (C-SCAN from the head): seek (write curve), rotational wait,
 //! transfer. Host writes into the cache go on meanwhile (the interface and the media work in
 //! parallel); data that extends the run being written is picked up by the next run, which
-//! then starts exactly under the head (no wait). A read that needs the media stops a destage
-//! run where it has got to (whole physical sectors); the rest stays dirty.
+//! then starts exactly under the head (no wait). Writes are always cached, whatever their
+//! size (DiskSim 4.0's "Fast write level" 2 with "Combine seq writes" on: a write is reported
+//! done once in the buffer, also when it appends to data not yet written); no size above
+//! which a write bypasses the cache is published for this drive, so none is modelled.
 //!
-//! # 512e
-//! The media writes whole physical sectors. A destage run that begins or ends inside a
-//! physical sector whose other part is not in the cache must read that sector first: one
-//! extra revolution for the run (the read and the write pass), charged when the run starts
-//! (again if a read stops it and it starts anew). Runs that start and end on
-//! physical-sector boundaries, or whose neighbouring data is cached (written, destaged or
-//! read recently), cost nothing extra. With 4096-byte logical sectors (4Kn) a request that is
-//! not 4096-byte aligned cannot be sent to the drive: it is rounded out to whole sectors and
-//! counted as misaligned, never penalised.
+//! # Partial physical sectors (512e)
+//! The media writes whole physical sectors. A dirty run that begins or ends inside a
+//! physical sector whose other part is not in the cache is not written up to that sector by
+//! the background destage: the partial piece stays dirty in the cache, waiting for the
+//! write that completes it (the next put of a sequential writer), and the run is written up
+//! to the physical-sector boundary. Sources: Western Digital's patent US 8,832,366 "Disk
+//! drive to coalesce unaligned writes in write operations" (unaligned writes held in the
+//! cache and merged with following writes so that the media sees aligned ones); Seagate's
+//! and Dell's Advanced Format (512e) papers, which describe the read-modify-write a 512e
+//! drive must do for an unaligned write and the drive caching that hides it for sequential
+//! streams. The piece is read-modified-written — one extra revolution for its run (the read
+//! pass and the write pass), charged when the run starts — only when it must be:
+//! - a flush, a preflush or a FUA write (everything dirty must reach the media), so a flush
+//!   between two puts forces it;
+//! - cache pressure: a write waiting for room, when nothing else dirty can be written.
+//!
+//! Runs whose neighbouring data is cached (written, destaged or read recently) cost nothing
+//! extra. With 4096-byte logical sectors (4Kn) a request that is not 4096-byte aligned
+//! cannot be sent to the drive: it is rounded out to whole sectors and counted as
+//! misaligned, never penalised.
+//!
+//! # Reads against a dirty cache
+//! The destage writes a run in operations of one revolution (one track) each, counted from
+//! the run's first sector (ublk-disksim's HDD model, docs/ARCHITECTURE.md: a write-back
+//! "moves at most one track"). A read that needs the media while an operation is in
+//! progress waits for its end — an operation that has begun, its seek and rotational wait
+//! included, is not abandoned; the rest of the run stays dirty. When the cache is at least
+//! 3/4 full of dirty data, the drive also lets one more write-back operation go before the
+//! read (ublk-disksim: "once the cache is 3/4 full … one write-back per queued request
+//! served"; its VALIDATION.md lists the 3/4 threshold among its assumptions: an estimate).
+//! This is the source of a desktop drive's long read tails behind a writer: a read waits up
+//! to a revolution behind a destage, and up to a seek and two revolutions more with a full
+//! cache. Reads are counted in `reads_behind_destage`, their wait in `read_destage_wait_ns`,
+//! the extra operations in `read_write_back_turns`.
 
 use serde::Serialize;
 

@@ -53,10 +53,8 @@ fn a_partial_sector_completed_by_the_next_write_costs_no_revolution() {
     assert_eq!(d.stats().rmw_penalties, 0);
     assert_eq!(d.stats().rmw_ns, 0.0);
     // The flush: at most a seek, a revolution of waiting and the transfer, no second pass.
-    let bound = p.command_overhead_ns
-        + p.seek_full_stroke_ns
-        + p.revolution_ns()
-        + d.stream_ns(512, 1024);
+    let bound =
+        p.command_overhead_ns + p.seek_full_stroke_ns + p.revolution_ns() + d.stream_ns(512, 1024);
     assert!(f - f0 < bound, "flush took {} ns", f - f0);
 }
 
@@ -113,7 +111,11 @@ fn a_read_behind_dirty_data_waits_for_the_destage_operation_in_progress() {
     let (_, _, d) = read_behind(110_000, 5e6);
     let s = d.stats();
     assert_eq!(s.read_write_back_turns, 1);
-    assert!(s.read_destage_wait_ns > rev, "waited {} ns", s.read_destage_wait_ns);
+    assert!(
+        s.read_destage_wait_ns > rev,
+        "waited {} ns",
+        s.read_destage_wait_ns
+    );
     assert!(s.read_destage_wait_ns <= 2.0 * rev + p.seek_full_stroke_ns);
     // Nothing dirty: no wait.
     let (_, _, d) = read_behind(40_000, 10.0 * SECOND);
