@@ -19,7 +19,7 @@ use crate::run::report::RunReport;
 /// Arguments of `hdd-replay`.
 #[derive(Debug, Clone, Args)]
 pub struct HddReplayArgs {
-    /// The drive profile: a file, or a name in bencher-workloads/profiles (`st1000dm003`,
+    /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
     /// `st1000dm003-4kn`).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
@@ -43,33 +43,7 @@ pub struct HddReplayArgs {
     pub dev: Option<(u32, u32)>,
 }
 
-fn parse_dev(s: &str) -> Result<(u32, u32), String> {
-    s.split_once(',')
-        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
-        .ok_or_else(|| format!("`{s}` is not MAJOR,MINOR (e.g. 7,0)"))
-}
-
-/// Largest trace or op-log read (a guard against reading a device or /dev/zero).
-const MAX_INPUT: u64 = 4 << 30;
-
-fn read_text(path: &PathBuf, what: &str) -> Result<String, String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "the {what} {} is not a regular file",
-            path.display()
-        ));
-    }
-    if meta.len() > MAX_INPUT {
-        return Err(format!(
-            "the {what} {} is larger than 4 GiB",
-            path.display()
-        ));
-    }
-    std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
-}
+use hddsim::cli::{parse_dev, read_text};
 
 /// Runs `hdd-replay`.
 pub fn hdd_replay(
@@ -149,16 +123,4 @@ fn replay_files(args: &HddReplayArgs, out: &mut dyn Write) -> Result<(), String>
     }
     out.flush().map_err(|e| e.to_string())?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn devices() {
-        assert_eq!(parse_dev("7,0"), Ok((7, 0)));
-        assert_eq!(parse_dev("259, 3"), Ok((259, 3)));
-        assert!(parse_dev("7").is_err() && parse_dev("a,b").is_err());
-    }
 }

@@ -1,73 +1,18 @@
-//! Modelled HDD time (`docs/HDD-MODEL.md`, `minfs-bench hdd-replay`): the block requests a
-//! run really issued — captured with tracefs while it ran on a loop device — replayed through
-//! a service-time model of a 7200 rpm 512e desktop drive, and charged to the run's
-//! operations.
-//!
-//! - [`profile`]: the drive's parameters, each with its source (`profiles/*.toml`);
-//! - [`trace`]: the tracefs text (`block_rq_issue` / `block_rq_complete`, `mono` clock) and
-//!   the pairing of issues with completions;
-//! - [`model`]: the drive — rotation with the platter's angle tracked over modelled time,
-//!   seeks t(x) = t0 + A·x + B·√x, zoned transfer R(u) = R_out·√(1 − u·(1 − k²)), the 512e
-//!   read-modify-write, the 64 MB write-back cache with background destage, read look-ahead,
-//!   the command overhead;
-//! - [`replay`]: the closed-loop replay (a request starts at the later of its issue time moved
-//!   by the accumulated modelled-minus-real difference and the previous request's modelled
-//!   completion; think time kept as measured) and the charging rule: an operation's modelled
-//!   latency = its measured latency + the change of that difference across it.
-//!
-//! **Mapping.** The trace's sectors are used as the modelled drive's sectors: the device under
-//! test (a loop device of a few GiB) is modelled as a region at the start of the 1 TB drive,
-//! i.e. its outer, fastest zone. A trace that touches a sector beyond the profile's capacity
-//! is refused.
-//!
-//! ```no_run
-//! use bencher_workloads::hdd;
-//!
-//! let profile = hdd::profile::load("st1000dm003")?;
-//! let trace = hdd::trace::parse(&std::fs::read_to_string("run.trace")?, None)?;
-//! let ops = hdd::replay::parse_oplog(&std::fs::read_to_string("run.oplog")?)?;
-//! let out = hdd::model_run(&hdd::Inputs {
-//!     profile: &profile,
-//!     trace: &trace,
-//!     ops: &ops,
-//!     run: None,
-//!     trace_label: "run.trace",
-//!     oplog_label: "run.oplog",
-//! })?;
-//! println!("{}", out.report.model.modelled_total_elapsed_ns);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
-mod cache;
-pub mod model;
-pub mod profile;
-pub mod replay;
-pub mod trace;
+//! The whole modelling job: replay a trace, charge the op-log's operations, and gather the
+//! figures of the run ([`ModelSummary`], the `model` object of `minfs-bench hdd-replay`'s
+//! JSON).
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::run::report::{RunInfo, RunReport};
-use crate::run::stats::human_ns;
-use crate::run::Outcome;
-use model::DriveStats;
-use profile::Profile;
-use replay::{InputError, OpRecord, RequestCounts};
-use trace::Trace;
+use crate::human_ns;
+use crate::model::DriveStats;
+use crate::profile::Profile;
+use crate::replay::{self, Charged, InputError, OpRecord, Replay, RequestCounts};
+use crate::trace::Trace;
 
-/// What `hdd-replay` writes: a [`RunReport`] of the modelled latencies (the same JSON shape as
-/// `minfs-bench run --json`) plus the `model` object.
-#[derive(Debug, Clone, Serialize)]
-pub struct HddReport {
-    /// The modelled run (its keys are top-level in the JSON).
-    #[serde(flatten)]
-    pub report: RunReport,
-    /// How it was modelled.
-    pub model: ModelSummary,
-}
-
-/// The `model` object.
+/// The figures of a modelled run.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelSummary {
     /// The profile's file stem (`st1000dm003`).
@@ -94,7 +39,7 @@ pub struct ModelSummary {
     pub requests_outside_ops: u64,
     /// The sum of the operations' measured latencies.
     pub measured_total_elapsed_ns: u64,
-    /// The sum of their modelled latencies (= `total_elapsed_ns`).
+    /// The sum of their modelled latencies.
     pub modelled_total_elapsed_ns: u64,
     /// Time the real device had at least one request in flight.
     pub measured_device_busy_ns: u64,
@@ -117,53 +62,37 @@ pub struct ModelSummary {
     pub drive: DriveStats,
 }
 
-/// What [`model_run`] needs.
-#[derive(Debug, Clone, Copy)]
-pub struct Inputs<'a> {
-    /// The drive.
-    pub profile: &'a Profile,
-    /// The paired trace.
-    pub trace: &'a Trace,
-    /// The op-log.
-    pub ops: &'a [OpRecord],
-    /// The real run's report (`--run`): its info fields are copied.
-    pub run: Option<&'a RunReport>,
-    /// The trace's name, for the report when there is no `run`.
-    pub trace_label: &'a str,
-    /// The op-log's name, likewise.
-    pub oplog_label: &'a str,
-}
-
 /// The outcome of [`model_run`].
 #[derive(Debug, Clone)]
-pub struct ModelOutput {
-    /// The report.
-    pub report: HddReport,
-    /// Per operation: modelled start (trace clock, ns) and modelled latency.
-    pub modelled_ops: Vec<(u64, u64)>,
+pub struct Modelled {
+    /// The figures.
+    pub summary: ModelSummary,
+    /// The replay (per request: real and modelled times).
+    pub replay: Replay,
+    /// The operations charged: per operation its modelled start (trace clock) and latency.
+    pub charged: Charged,
 }
 
-/// Replays the trace, charges the operations and builds the report.
-///
-/// Without `run`, the info fields are: `workload` = the op-log's name, `backend` = the
-/// trace's name, `seed` 0, `scale` 1, `sync_every` null, `verify` false and the storage
-/// figures (`capacity`, `block_size`, `journal_ratio`, `journal_region_bytes`,
-/// `data_region_bytes`) 0. `wall_ns` is the run's wall time (`run`) or the span of the op-log
-/// (from the first start to the last end), plus the change of the shift across the op-log.
-pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
-    let (trace, ops, profile) = (inp.trace, inp.ops, inp.profile);
-    if let Some(run) = inp.run {
-        if run.ops != ops.len() as u64 {
-            return Err(InputError {
-                line: 0,
-                message: format!(
-                    "the run report has {} operations but the op-log {}: not the same run",
-                    run.ops,
-                    ops.len()
-                ),
-            });
-        }
+impl Modelled {
+    /// Per operation: modelled start (trace clock, ns, clamped at 0) and modelled latency.
+    pub fn modelled_ops(&self) -> Vec<(u64, u64)> {
+        self.charged
+            .ops
+            .iter()
+            .map(|&(start, lat)| (start.max(0) as u64, lat))
+            .collect()
     }
+}
+
+/// Replays `trace` on a fresh drive of `profile` and charges `ops` (see [`replay`]).
+///
+/// Refused: a trace that touches a sector past the profile's capacity, and an op-log and a
+/// trace that do not overlap in time.
+pub fn model_run(
+    profile: &Profile,
+    trace: &Trace,
+    ops: &[OpRecord],
+) -> Result<Modelled, InputError> {
     if let (Some(first), Some(last), Some(r0)) = (ops.first(), ops.last(), trace.requests.first()) {
         let t_end = trace
             .requests
@@ -204,44 +133,8 @@ pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
         _ => 0,
     };
     let modelled_span = rep.requests.iter().map(|r| r.end).fold(0.0f64, f64::max);
-
-    let measured_wall = match inp.run {
-        Some(run) => run.wall_ns,
-        None => match (ops.first(), ops.last()) {
-            (Some(f), Some(l)) => l.end_ns - f.start_ns,
-            _ => 0,
-        },
-    };
-    let wall = (measured_wall as f64 + charged.span_shift_ns)
-        .max(0.0)
-        .round() as u64;
-    let info = match inp.run {
-        Some(run) => run.info.clone(),
-        None => RunInfo {
-            workload: inp.oplog_label.to_string(),
-            backend: inp.trace_label.to_string(),
-            capacity: 0,
-            block_size: 0,
-            journal_ratio: 0.0,
-            journal_region_bytes: 0,
-            data_region_bytes: 0,
-            seed: 0,
-            scale: 1.0,
-            sync_every: None,
-            verify: false,
-        },
-    };
-    let outcome = Outcome {
-        recorder: charged.recorder.clone(),
-        wall_ns: wall,
-        ops: ops.len() as u64,
-        put_bytes: charged.put_bytes,
-        embed_bytes: charged.embed_bytes,
-        get_bytes: charged.get_bytes,
-    };
-    let report = RunReport::new(info, &outcome);
     let requests = trace.requests.len() as u64;
-    let model = ModelSummary {
+    let summary = ModelSummary {
         profile: profile.stem.clone(),
         profile_name: profile.name.clone(),
         device: format!("{},{}", trace.dev.0, trace.dev.1),
@@ -253,7 +146,7 @@ pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
         requests_in_ops: charged.requests_in_ops,
         requests_outside_ops: requests - charged.requests_in_ops,
         measured_total_elapsed_ns: charged.measured_total_ns,
-        modelled_total_elapsed_ns: report.total_elapsed_ns,
+        modelled_total_elapsed_ns: charged.ops.iter().map(|&(_, lat)| lat).sum(),
         measured_device_busy_ns: measured_busy.round() as u64,
         modelled_device_busy_ns: modelled_busy.round() as u64,
         measured_trace_span_ns: measured_span,
@@ -263,22 +156,18 @@ pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
         clamped_ops: charged.clamped,
         drive: rep.drive.clone(),
     };
-    let modelled_ops = charged
-        .ops
-        .iter()
-        .map(|&(start, lat)| (start.max(0) as u64, lat))
-        .collect();
-    Ok(ModelOutput {
-        report: HddReport { report, model },
-        modelled_ops,
+    Ok(Modelled {
+        summary,
+        replay: rep,
+        charged,
     })
 }
 
-impl HddReport {
-    /// The text for people: the run report of the modelled latencies, then the model.
+impl ModelSummary {
+    /// The model's lines of the text report (`model …`, `requests …`, `total elapsed …`,
+    /// `device busy …`, `drive: …`).
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.report.write_text(out)?;
-        let m = &self.model;
+        let m = self;
         let ratio = |a: u64, b: u64| {
             if b == 0 {
                 String::from("-")

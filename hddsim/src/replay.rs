@@ -49,10 +49,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::model::{Drive, DriveRequest, DriveStats};
-use super::profile::Profile;
-use super::trace::{ReqOp, Trace};
-use crate::run::stats::{Recorder, StatKind};
+use crate::model::{Drive, DriveRequest, DriveStats};
+use crate::profile::Profile;
+use crate::trace::{ReqOp, Trace};
 
 /// One operation of an op-log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,19 +72,43 @@ pub struct OpRecord {
     pub end_ns: u64,
 }
 
-impl OpRecord {
-    /// The statistics kind (`Put(size)`, …) of the operation.
-    pub fn stat_kind(&self) -> Option<StatKind> {
-        let size = u32::try_from(self.bytes).ok();
-        Some(match self.kind.as_str() {
-            "new" | "overwrite" => StatKind::Put(size?),
-            "embed" => StatKind::Embed(size?),
-            "get" => StatKind::Get(size?),
-            "delete" => StatKind::Delete,
-            "delete_range" => StatKind::DeleteRange,
-            "sync" => StatKind::Sync,
+/// The kind of an operation of an op-log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum OpKind {
+    /// `new` or `overwrite`: a put of `bytes`.
+    Put,
+    /// `embed`: an embedded put.
+    Embed,
+    /// `get`.
+    Get,
+    /// `delete`.
+    Delete,
+    /// `delete_range`.
+    DeleteRange,
+    /// `sync`.
+    Sync,
+}
+
+impl OpKind {
+    /// The kind an op-log's `kind` column names.
+    pub fn parse(kind: &str) -> Option<OpKind> {
+        Some(match kind {
+            "new" | "overwrite" => OpKind::Put,
+            "embed" => OpKind::Embed,
+            "get" => OpKind::Get,
+            "delete" => OpKind::Delete,
+            "delete_range" => OpKind::DeleteRange,
+            "sync" => OpKind::Sync,
             _ => return None,
         })
+    }
+}
+
+impl OpRecord {
+    /// The kind of the operation (checked when the op-log was parsed).
+    pub fn op_kind(&self) -> OpKind {
+        OpKind::parse(&self.kind).unwrap_or(OpKind::Sync)
     }
 }
 
@@ -144,7 +167,7 @@ pub fn parse_oplog(text: &str) -> Result<Vec<OpRecord>, InputError> {
             start_ns: num(4, "start_ns")?,
             end_ns: num(5, "end_ns")?,
         };
-        if op.stat_kind().is_none() {
+        if OpKind::parse(&op.kind).is_none() || u32::try_from(op.bytes).is_err() {
             return Err(bad(format!(
                 "kind `{}` is not one of new, overwrite, embed, get, delete, delete_range, sync \
                  (or its bytes do not fit 32 bits)",
@@ -356,8 +379,6 @@ pub fn replay(trace: &Trace, profile: &Profile) -> Result<Replay, InputError> {
 pub struct Charged {
     /// Per operation: (modelled start on the trace clock, modelled latency), both ns.
     pub ops: Vec<(i128, u64)>,
-    /// The recorder of the modelled latencies (per kind and overall).
-    pub recorder: Recorder,
     /// Sum of the measured latencies.
     pub measured_total_ns: u64,
     /// Operations whose modelled latency was clamped to 0.
@@ -379,7 +400,6 @@ pub struct Charged {
 
 /// Charges the replay to the operations (see the module documentation).
 pub fn charge(replay: &Replay, ops: &[OpRecord]) -> Charged {
-    let mut recorder = Recorder::default();
     let mut out = Vec::with_capacity(ops.len());
     let mut measured = 0u64;
     let mut clamped = 0;
@@ -397,12 +417,10 @@ pub fn charge(replay: &Replay, ops: &[OpRecord]) -> Charged {
             lat.round() as u64
         };
         measured += op.end_ns - op.start_ns;
-        let kind = op.stat_kind().expect("checked when parsed");
-        recorder.record(kind, lat, op.bytes);
-        match kind {
-            StatKind::Put(_) => put += op.bytes,
-            StatKind::Embed(_) => embed += op.bytes,
-            StatKind::Get(_) => get += op.bytes,
+        match op.op_kind() {
+            OpKind::Put => put += op.bytes,
+            OpKind::Embed => embed += op.bytes,
+            OpKind::Get => get += op.bytes,
             _ => {}
         }
         out.push((op.start_ns as i128 + s0.round() as i128, lat));
@@ -424,7 +442,6 @@ pub fn charge(replay: &Replay, ops: &[OpRecord]) -> Charged {
     };
     Charged {
         ops: out,
-        recorder,
         measured_total_ns: measured,
         clamped,
         requests_in_ops: in_ops,
@@ -490,8 +507,8 @@ mod tests {
                     2\tdelete_range\t1..3\t0\t500\t500\n";
         let ops = parse_oplog(text).unwrap();
         assert_eq!(ops.len(), 3);
-        assert_eq!(ops[0].stat_kind(), Some(StatKind::Put(262_144)));
-        assert_eq!(ops[1].stat_kind(), Some(StatKind::Sync));
+        assert_eq!((ops[0].op_kind(), ops[0].bytes), (OpKind::Put, 262_144));
+        assert_eq!(ops[1].op_kind(), OpKind::Sync);
         assert_eq!((ops[2].line, ops[2].id.as_str()), (5, "1..3"));
         for (bad, want) in [
             ("0\tnew\t1\t10\t5\n", "line 1: 5 fields"),

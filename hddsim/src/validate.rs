@@ -1,0 +1,258 @@
+//! `hddsim validate`: synthetic request streams through the model, printed next to the
+//! drive's published figures and to fio measurements of a sister drive — reported side by
+//! side, never fitted (no parameter of a profile is derived from these references).
+//!
+//! References:
+//! - the ST1000DM003 product manual / data sheet (Seagate Barracuda 7200.14): average seek
+//!   8.5 ms read, 9.5 ms write; track-to-track 1.0 ms read, 1.2 ms write; 210 MB/s maximum
+//!   sustained rate (outer diameter); 156 MB/s average;
+//! - ublk-disksim's docs/VALIDATION.md §3 and §5: fio through NTFS on one real ST2000DM006
+//!   (Barracuda 2 TB, 7200 rpm, 64 MB cache; a sister drive, 90–98% full): 4 KiB random read
+//!   QD1 17.5 ms, QD32 94 IOPS (1.7× QD1: "barely reorders its queue"), sequential 143 MB/s
+//!   read / 132 MB/s write, a flush after 8 / 64 scattered 4 KiB writes 127 / 630 ms
+//!   (about 28 + 10 × N ms).
+//!
+//! Every stream runs on a fresh drive; positions come from a fixed pseudo-random sequence,
+//! so the figures are the same on every run and machine.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::model::{Drive, DriveRequest};
+use crate::profile::Profile;
+use crate::trace::ReqOp;
+
+/// One line of the validation table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// What was run.
+    pub figure: String,
+    /// The model's figure.
+    pub model: f64,
+    /// Its unit (`ms`, `MB/s`, `IOPS`).
+    pub unit: &'static str,
+    /// The published figure for this drive, if there is one.
+    pub manual: Option<f64>,
+    /// The sister drive's measured figure (ublk-disksim VALIDATION.md), if there is one.
+    pub sister: Option<f64>,
+}
+
+/// A fixed pseudo-random sequence (xorshift64*), for positions.
+struct Rng(u64);
+
+impl Rng {
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn req(op: ReqOp, sector: u64, sectors: u64, queued: bool) -> DriveRequest {
+    DriveRequest {
+        op,
+        sector,
+        sectors,
+        preflush: false,
+        fua: false,
+        queued,
+    }
+}
+
+/// A 4 KiB-aligned sector uniform over the stroke.
+fn random_sector(d: &Drive, rng: &mut Rng) -> u64 {
+    d.sector_at_stroke(rng.next_f64()) / 8 * 8
+}
+
+/// MB/s of `bytes` read (or written, then flushed) from `start` in 512 KiB commands, the
+/// kernel's split of a large request: all sent at once (queued), each after the previous.
+/// The clock starts when the first command completes (its seek and rotational wait are
+/// positioning, not streaming), so the figure is the rate of the rest.
+fn stream_mb_s(p: &Profile, op: ReqOp, start: u64, bytes: u64) -> f64 {
+    let mut d = Drive::new(p);
+    let piece = 1024;
+    let n = bytes / 512 / piece;
+    let first = d.submit(&req(op, start, piece, false), 0.0);
+    let mut t = first;
+    for i in 1..n {
+        t = d.submit(&req(op, start + i * piece, piece, true), t);
+    }
+    if op == ReqOp::Write {
+        t = d.submit(&req(ReqOp::Flush, 0, 0, false), t);
+    }
+    ((n - 1) * piece * 512) as f64 / (t - first) * 1e3
+}
+
+/// Mean response time (ms) of `n` random 4 KiB reads, one at a time (QD1). With a deeper
+/// queue the model serves the requests in arrival order (no reordering), so QD32 gives the
+/// same service time per request.
+fn random_reads_ms(p: &Profile, n: u32) -> f64 {
+    let mut d = Drive::new(p);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut t = 0.0;
+    for _ in 0..n {
+        let s = random_sector(&d, &mut rng);
+        t = d.submit(&req(ReqOp::Read, s, 8, false), t);
+    }
+    t / f64::from(n) / 1e6
+}
+
+/// The time (ms) of a flush after `n` scattered 4 KiB writes into an idle drive's cache.
+fn scattered_flush_ms(p: &Profile, n: u32) -> f64 {
+    let mut d = Drive::new(p);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut t = 0.0;
+    // The writes arrive back to back (the destage starts with the first); the flush follows.
+    for _ in 0..n {
+        let s = random_sector(&d, &mut rng);
+        t = d.submit(&req(ReqOp::Write, s, 8, false), t);
+    }
+    let start = t;
+    d.submit(&req(ReqOp::Flush, 0, 0, false), t) / 1e6 - start / 1e6
+}
+
+/// The model's average seek over `n` pairs of positions uniform over the stroke (ms).
+fn average_seek_ms(p: &Profile, write: bool, n: u32) -> f64 {
+    let c = if write { p.write_seek() } else { p.read_seek() };
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let sum: f64 = (0..n)
+        .map(|_| c.time((rng.next_f64() - rng.next_f64()).abs()))
+        .sum();
+    sum / f64::from(n) / 1e6
+}
+
+/// Runs every synthetic stream on `p`.
+pub fn run(p: &Profile) -> Vec<Check> {
+    let d = Drive::new(p);
+    let cap = d.capacity_sectors();
+    let mb64 = 64 << 20;
+    let od_read = stream_mb_s(p, ReqOp::Read, 0, mb64);
+    let od_write = stream_mb_s(p, ReqOp::Write, 0, 256 << 20);
+    // The whole-disk average: 16 MiB streams at ten places, time-weighted.
+    let places = 10u64;
+    let per = 16u64 << 20;
+    let avg_read = {
+        let total_ns: f64 = (0..places)
+            .map(|i| {
+                let start = cap / places * i + cap / places / 2;
+                per as f64 / stream_mb_s(p, ReqOp::Read, start / 8 * 8, per) * 1e3
+            })
+            .sum();
+        (per * places) as f64 / total_ns * 1e3
+    };
+    let one_track = 1.0 / d.tracks();
+    let qd1 = random_reads_ms(p, 2000);
+    vec![
+        Check {
+            figure: "sequential read at the outer edge, 512 KiB commands".into(),
+            model: od_read,
+            unit: "MB/s",
+            manual: Some(210.0),
+            sister: None,
+        },
+        Check {
+            figure: "sequential read, whole-disk average".into(),
+            model: avg_read,
+            unit: "MB/s",
+            manual: Some(156.0),
+            sister: Some(143.0),
+        },
+        Check {
+            figure: "sequential write at the outer edge (256 MiB, then a flush)".into(),
+            model: od_write,
+            unit: "MB/s",
+            manual: Some(210.0),
+            sister: Some(132.0),
+        },
+        Check {
+            figure: "average seek, read (seek curve over uniform pairs)".into(),
+            model: average_seek_ms(p, false, 200_000),
+            unit: "ms",
+            manual: Some(8.5),
+            sister: None,
+        },
+        Check {
+            figure: "average seek, write".into(),
+            model: average_seek_ms(p, true, 200_000),
+            unit: "ms",
+            manual: Some(9.5),
+            sister: None,
+        },
+        Check {
+            figure: "track-to-track seek, read".into(),
+            model: p.read_seek().time(one_track) / 1e6,
+            unit: "ms",
+            manual: Some(1.0),
+            sister: None,
+        },
+        Check {
+            figure: "track-to-track seek, write".into(),
+            model: p.write_seek().time(one_track) / 1e6,
+            unit: "ms",
+            manual: Some(1.2),
+            sister: None,
+        },
+        Check {
+            figure: "random 4 KiB reads, QD1: mean response".into(),
+            model: qd1,
+            unit: "ms",
+            manual: Some(
+                (p.seek_average_read_ns + p.revolution_ns() / 2.0 + p.command_overhead_ns) / 1e6,
+            ),
+            sister: Some(17.5),
+        },
+        Check {
+            figure: "random 4 KiB reads, QD32 (served in arrival order)".into(),
+            model: 1e3 / qd1,
+            unit: "IOPS",
+            manual: None,
+            sister: Some(94.0),
+        },
+        Check {
+            figure: "flush after 8 scattered 4 KiB writes".into(),
+            model: scattered_flush_ms(p, 8),
+            unit: "ms",
+            manual: None,
+            sister: Some(127.0),
+        },
+        Check {
+            figure: "flush after 64 scattered 4 KiB writes".into(),
+            model: scattered_flush_ms(p, 64),
+            unit: "ms",
+            manual: None,
+            sister: Some(630.0),
+        },
+    ]
+}
+
+/// The table for people.
+pub fn render(p: &Profile, checks: &[Check]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "hddsim validate: {} ({})", p.stem, p.name);
+    let _ = writeln!(
+        s,
+        "manual: ST1000DM003 product manual / data sheet (the QD1 line: average seek + half a \
+         revolution + command overhead);\nsister: one ST2000DM006 measured with fio through \
+         NTFS (ublk-disksim docs/VALIDATION.md); reported, not fitted\n"
+    );
+    let _ = writeln!(
+        s,
+        "{:<62} {:>10} {:>10} {:>10}  unit",
+        "figure", "model", "manual", "sister"
+    );
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "{:<62} {:>10.1} {:>10} {:>10}  {}",
+            c.figure,
+            c.model,
+            opt(c.manual),
+            opt(c.sister),
+            c.unit
+        );
+    }
+    s
+}
