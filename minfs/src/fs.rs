@@ -41,7 +41,7 @@ pub(crate) struct Inner {
 }
 
 impl std::fmt::Debug for Inner {
-    /// Concise: the target, device and poison flag, not the file table or block bitmap.
+    /// Concise: the target, device and poison flag, not the file table or free-space map.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Filesystem")
             .field("target", &self.target)
