@@ -21,8 +21,11 @@ use proptest::test_runner::Config;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 use testutil::XorShift;
 
-/// Data blocks: room for more one-block extents than the file table holds.
+/// Data blocks of the long run: room for more one-block extents than the file table holds.
 const BLOCKS: u64 = 12288;
+/// Data blocks of the proptest runs: small, so that space runs out and runs get fragmented
+/// (new files and grows then gather several free runs, largest first).
+const SMALL_BLOCKS: u64 = 1024;
 const FIRST: u64 = DATA_START / BLOCK_SIZE;
 const NAMES: [&str; 12] = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"];
 
@@ -55,10 +58,10 @@ struct Model {
 }
 
 impl Model {
-    fn new() -> Model {
+    fn new(blocks: u64) -> Model {
         Model {
             files: BTreeMap::new(),
-            used: vec![false; BLOCKS as usize],
+            used: vec![false; blocks as usize],
             last: Expect::Ok,
         }
     }
@@ -85,7 +88,7 @@ impl Model {
 
     fn is_free(&self, e: Extent) -> bool {
         e.start >= FIRST
-            && e.end() <= FIRST + BLOCKS
+            && e.end() <= FIRST + self.used.len() as u64
             && (e.start..e.end()).all(|b| !self.used[(b - FIRST) as usize])
     }
 
@@ -206,23 +209,32 @@ impl Model {
 
 struct RefMachine;
 
-/// Small sizes, many grows: files grown in turns interleave, so most grows add an extent, and
-/// removes leave holes that later creates and grows gather up largest first.
-fn op_strategy() -> BoxedStrategy<Op> {
-    let name = 0..NAMES.len();
+/// Small sizes, many grows of existing files: files grown in turns interleave, so most grows
+/// add an extent; space runs out, and removes leave holes that later creates and grows gather
+/// up, largest first.
+fn op_strategy(m: &Model) -> BoxedStrategy<Op> {
+    let existing: Vec<usize> = (0..NAMES.len())
+        .filter(|&i| m.files.contains_key(NAMES[i]))
+        .collect();
     let size = prop_oneof![
-        3 => (0u64..=4).prop_map(|b| b * BLOCK_SIZE),
-        1 => 1u64..=(24 * BLOCK_SIZE),
+        2 => (0u64..=4).prop_map(|b| b * BLOCK_SIZE),
+        1 => 1u64..=(64 * BLOCK_SIZE),
     ];
     let add = prop_oneof![
-        6 => Just(BLOCK_SIZE),
+        5 => Just(BLOCK_SIZE),
         2 => (0u64..=3).prop_map(|b| b * BLOCK_SIZE),
-        1 => 1u64..=(40 * BLOCK_SIZE),
+        2 => 1u64..=(40 * BLOCK_SIZE),
     ];
+    let any = 0..NAMES.len();
+    let grown = if existing.is_empty() {
+        any.clone().boxed()
+    } else {
+        prop_oneof![1 => any.clone(), 6 => proptest::sample::select(existing)].boxed()
+    };
     prop_oneof![
-        3 => (name.clone(), size).prop_map(|(n, s)| Op::Create(n, s)),
-        16 => (name.clone(), add).prop_map(|(n, a)| Op::Grow(n, a)),
-        2 => name.prop_map(Op::Remove),
+        4 => (any.clone(), size).prop_map(|(n, s)| Op::Create(n, s)),
+        14 => (grown.clone(), add).prop_map(|(n, a)| Op::Grow(n, a)),
+        2 => grown.prop_map(Op::Remove),
         1 => Just(Op::Reopen),
     ]
     .boxed()
@@ -233,11 +245,11 @@ impl ReferenceStateMachine for RefMachine {
     type Transition = Op;
 
     fn init_state() -> BoxedStrategy<Model> {
-        Just(Model::new()).boxed()
+        Just(Model::new(SMALL_BLOCKS)).boxed()
     }
 
-    fn transitions(_: &Model) -> BoxedStrategy<Op> {
-        op_strategy()
+    fn transitions(m: &Model) -> BoxedStrategy<Op> {
+        op_strategy(m)
     }
 
     fn apply(mut m: Model, op: &Op) -> Model {
@@ -252,8 +264,8 @@ struct Sut {
 }
 
 impl Sut {
-    fn new() -> Sut {
-        let dev = Arc::new(MemDevice::new(DATA_START + BLOCKS * BLOCK_SIZE, 512, 4096));
+    fn new(blocks: u64) -> Sut {
+        let dev = Arc::new(MemDevice::new(DATA_START + blocks * BLOCK_SIZE, 512, 4096));
         let fs = Filesystem::format(dev.clone(), "frag", &FormatOptions::default()).unwrap();
         Sut { dev, fs }
     }
@@ -311,8 +323,8 @@ impl StateMachineTest for Sut {
     type SystemUnderTest = Sut;
     type Reference = RefMachine;
 
-    fn init_test(_: &Model) -> Sut {
-        Sut::new()
+    fn init_test(m: &Model) -> Sut {
+        Sut::new(m.used.len() as u64)
     }
 
     fn apply(mut sut: Sut, m: &Model, op: Op) -> Sut {
@@ -341,8 +353,8 @@ prop_state_machine! {
 #[test]
 fn thousands_of_extents_agree_with_the_model() {
     let mut rng = XorShift(0x5eed_0012);
-    let mut m = Model::new();
-    let mut sut = Sut::new();
+    let mut m = Model::new(BLOCKS);
+    let mut sut = Sut::new(BLOCKS);
     let (mut peak, mut table_full, mut removed) = (0, 0, 0);
     for step in 0..16_000 {
         let r = rng.next();
