@@ -97,6 +97,7 @@ fn operations(c: &mut Criterion, group: &str, label: &str, dev: &Arc<SparseMemDe
             )
         })
     });
+    fs.create("new", 2 * BLOCK_SIZE).unwrap();
     g.bench_function(BenchmarkId::new("remove", label), |b| {
         b.iter_custom(|n| {
             timed(
@@ -107,6 +108,7 @@ fn operations(c: &mut Criterion, group: &str, label: &str, dev: &Arc<SparseMemDe
             )
         })
     });
+    fs.remove("new").unwrap();
     fs.create("g", BLOCK_SIZE).unwrap();
     g.bench_function(BenchmarkId::new("grow", label), |b| {
         b.iter_custom(|n| {

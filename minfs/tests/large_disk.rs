@@ -272,3 +272,43 @@ fn cli_on_a_15_tib_loop_device() {
     assert_eq!(info["files"].as_array().unwrap().len(), 0);
     minfs().args(["fsck", "-n"]).arg(d).assert().code(0);
 }
+
+/// Regression (issue 12): mkfs of an existing sparse image fallocated its whole length; on a
+/// host with less free space than the holes (a 15 TiB sparse image on a 50 GB disk) fallocate
+/// filled the host filesystem and then failed with ENOSPC, leaving the space taken. Now mkfs
+/// checks the host's free space first and refuses, naming the sizes, with nothing allocated.
+/// As root, on a 64 MiB ext4 filesystem holding a 1 GiB sparse image.
+#[test]
+fn mkfs_refuses_a_sparse_image_larger_than_the_free_host_space_without_allocating() {
+    require_loop!();
+    use std::os::unix::fs::MetadataExt;
+    let dev = LoopDevice::new(64 << 20, 512).unwrap();
+    testutil::mkfs_ext4(dev.path()).unwrap();
+    let mnt = testutil::Mount::new(dev.path()).unwrap();
+    let img = mnt.path().join("sparse.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let out = minfs().arg("mkfs").arg(&img).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot preallocate 1073741824 bytes")
+            && err.contains("holes need up to 1073741824 more bytes")
+            && err.contains("nothing was allocated"),
+        "{err}"
+    );
+    let meta = std::fs::metadata(&img).unwrap();
+    assert_eq!(meta.len(), 1 << 30);
+    assert_eq!(meta.blocks(), 0, "mkfs allocated blocks of the image");
+    // An image that fits is still preallocated whole.
+    let small = mnt.path().join("small.img");
+    std::fs::File::create(&small)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    minfs().arg("mkfs").arg(&small).assert().success();
+    assert!(std::fs::metadata(&small).unwrap().blocks() * 512 >= 8 << 20);
+    drop(mnt);
+}
