@@ -146,9 +146,9 @@ fn by_extent_count(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default()
-        .sample_size(20)
+        .sample_size(30)
         .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(1));
+        .measurement_time(Duration::from_secs(2));
     targets = by_device_size, by_extent_count
 }
 criterion_main!(benches);
