@@ -143,12 +143,94 @@ fn by_extent_count(c: &mut Criterion) {
     }
 }
 
+/// The device-size target measured side by side: each operation alternately on 1 GiB and on
+/// 1 PiB (and 20 TB), one call at a time, so that the load of the machine hits all sizes alike;
+/// prints the medians and the ratios to 1 GiB. (Criterion's groups above run one size after
+/// the other, minutes apart, on a shared machine.)
+fn side_by_side(_: &mut Criterion) {
+    const ROUNDS: usize = 400;
+    let sizes = [("1GiB", GIB), ("20TB", TB20), ("1PiB", PIB)];
+    let devs: Vec<_> = sizes.iter().map(|(_, len)| with_files(*len)).collect();
+    let fss: Vec<Filesystem> = devs.iter().map(open).collect();
+    type Op<'a> = Box<dyn Fn(usize) -> Duration + 'a>;
+    let time = |f: &dyn Fn()| {
+        let t = Instant::now();
+        f();
+        t.elapsed()
+    };
+    let ops: Vec<(&str, Op)> = vec![
+        ("open", Box::new(|i| time(&|| drop(open(&devs[i]))))),
+        (
+            "create",
+            Box::new(|i| {
+                let d = time(&|| drop(fss[i].create("new", 2 * BLOCK_SIZE).unwrap()));
+                fss[i].remove("new").unwrap();
+                d
+            }),
+        ),
+        (
+            "remove",
+            Box::new(|i| {
+                fss[i].create("new", 2 * BLOCK_SIZE).unwrap();
+                time(&|| fss[i].remove("new").unwrap())
+            }),
+        ),
+        (
+            "grow",
+            Box::new(|i| {
+                fss[i].create("g", BLOCK_SIZE).unwrap();
+                let d = time(&|| drop(fss[i].grow("g", 3 * BLOCK_SIZE).unwrap()));
+                fss[i].remove("g").unwrap();
+                d
+            }),
+        ),
+        (
+            "fsck",
+            Box::new(|i| {
+                time(&|| {
+                    assert!(fsck::check_device(devs[i].as_ref(), "b")
+                        .unwrap()
+                        .is_clean())
+                })
+            }),
+        ),
+    ];
+    println!("side by side, {ROUNDS} rounds, median per call (ratio to 1GiB):");
+    for (name, op) in &ops {
+        let mut samples = vec![Vec::with_capacity(ROUNDS); sizes.len()];
+        for _ in 0..ROUNDS {
+            for (i, s) in samples.iter_mut().enumerate() {
+                s.push(op(i));
+            }
+        }
+        let medians: Vec<Duration> = samples
+            .iter_mut()
+            .map(|s| {
+                s.sort();
+                s[s.len() / 2]
+            })
+            .collect();
+        let cells: Vec<String> = sizes
+            .iter()
+            .zip(&medians)
+            .map(|((label, _), m)| {
+                format!(
+                    "{label} {:8.1} µs ({:.2}×)",
+                    m.as_secs_f64() * 1e6,
+                    m.as_secs_f64() / medians[0].as_secs_f64()
+                )
+            })
+            .collect();
+        println!("  {name:<7} {}", cells.join("   "));
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(30)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
-    targets = by_device_size, by_extent_count
+    targets = side_by_side, by_device_size, by_extent_count
 }
 criterion_main!(benches);

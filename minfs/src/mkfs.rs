@@ -181,8 +181,7 @@ fn preallocate_existing(dev: &FileDevice, target: &str) -> Result<()> {
     let missing = len.saturating_sub(allocated);
     let vfs = nix::sys::statvfs::fstatvfs(dev.file())
         .map_err(|e| Error::io(target, "statvfs of the host filesystem", e.into()))?;
-    let available =
-        u64::from(vfs.blocks_available()).saturating_mul(u64::from(vfs.fragment_size()));
+    let available = vfs.blocks_available().saturating_mul(vfs.fragment_size());
     if missing > available {
         return Err(Error::Fallocate {
             target: target.to_string(),
