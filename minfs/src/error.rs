@@ -158,11 +158,15 @@ pub enum Error {
     },
     #[error("{target}: too many files (at most {max})")]
     TooManyFiles { target: String, max: usize },
-    #[error("{target}: file table full: the new table needs {needed} bytes, a slot holds {capacity} (too many files or extents)")]
+    #[error("{target}: file table full: {files} files with {extents} extents in total need {needed} bytes of records, a slot holds {capacity} (at most {max_extents} extents in total, fewer with more files)")]
     FileTableFull {
         target: String,
+        /// Files and extents of the table that did not fit.
+        files: usize,
+        extents: usize,
         needed: usize,
         capacity: usize,
+        max_extents: usize,
     },
     #[error("{target}: file {name:?} already exists")]
     FileExists { target: String, name: String },

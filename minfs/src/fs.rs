@@ -20,7 +20,7 @@ use crate::format::slot::{self, Slot};
 use crate::format::superblock::Superblock;
 use crate::format::{
     blocks_for, file_table, name_problem, Extent, FileEntry, BLOCK_SIZE, DATA_START,
-    FORMAT_VERSION, LABEL_SIZE, MAX_FILES, MIN_SIZE, SLOT_OFFSETS, SLOT_SIZE,
+    FORMAT_VERSION, LABEL_SIZE, MAX_FILES, MAX_SIZE, MIN_SIZE, SLOT_OFFSETS, SLOT_SIZE,
 };
 use crate::signature;
 use crate::sys::AlignedBuf;
@@ -41,7 +41,7 @@ pub(crate) struct Inner {
 }
 
 impl std::fmt::Debug for Inner {
-    /// Concise: the target, device and poison flag, not the file table or block bitmap.
+    /// Concise: the target, device and poison flag, not the file table or free-space map.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Filesystem")
             .field("target", &self.target)
@@ -286,6 +286,14 @@ impl Filesystem {
             Some(s) => s,
             None => dev_len / BLOCK_SIZE * BLOCK_SIZE,
         };
+        if total > MAX_SIZE {
+            return Err(Error::BadSize {
+                target: target.to_string(),
+                reason: format!(
+                    "{total} bytes is larger than the largest minfs filesystem ({MAX_SIZE} bytes); give a smaller --size"
+                ),
+            });
+        }
         if total < MIN_SIZE {
             return Err(Error::TooSmall {
                 target: target.to_string(),
@@ -658,8 +666,11 @@ impl Filesystem {
         };
         let buf = slot::encode(&sb, &files, id).map_err(|needed| Error::FileTableFull {
             target: inner.target.clone(),
+            files: files.len(),
+            extents: files.iter().map(|f| f.extents.len()).sum(),
             needed,
             capacity: file_table::PAYLOAD_CAPACITY,
+            max_extents: file_table::MAX_EXTENTS,
         })?;
         inner.flush()?;
         inner.write(&buf, id.offset(), &format_args!("writing {id}"))?;

@@ -3,8 +3,9 @@
 //! Checks: both slots decode (magic, checksums, version, geometry, every extent inside the data
 //! area, no two extents sharing a block, allocation matching each size), both slots belong to the
 //! same filesystem (UUID) with distinct generations, and the recorded free-block count agrees
-//! with the block bitmap built from the extents. Repair rewrites both slots from the newest
-//! valid one.
+//! with the extents (block count less the blocks they hold). The overlap and free-count checks
+//! sort the extents: O(E log E), whatever the device size. Repair rewrites both slots from the
+//! newest valid one.
 
 use std::fmt;
 use std::path::Path;
@@ -33,11 +34,12 @@ pub enum Problem {
     },
     /// Both slots carry the same generation.
     SameGeneration { generation: u64 },
-    /// The superblock's free-block count disagrees with the bitmap of the extents.
+    /// The superblock's free-block count disagrees with the extents: `counted` is the block
+    /// count less the blocks the files' extents hold.
     FreeCountMismatch {
         slot: SlotId,
         recorded: u64,
-        bitmap: u64,
+        counted: u64,
     },
 }
 
@@ -69,10 +71,10 @@ impl fmt::Display for Problem {
             Problem::FreeCountMismatch {
                 slot,
                 recorded,
-                bitmap,
+                counted,
             } => write!(
                 f,
-                "{slot}: superblock records {recorded} free blocks, the block bitmap has {bitmap}"
+                "{slot}: superblock records {recorded} free blocks, the extents leave {counted}"
             ),
         }
     }
@@ -130,12 +132,12 @@ pub fn check_device(dev: &dyn BlockDevice, target: &str) -> Result<Report> {
         .expect("active slot is valid");
     let uuid = |u: [u8; 16]| uuid::Uuid::from_bytes(u).hyphenated().to_string();
     for s in slots.iter().flatten() {
-        let bitmap = s.alloc.free_blocks();
-        if s.sb.free_blocks != bitmap {
+        let counted = s.alloc.free_blocks();
+        if s.sb.free_blocks != counted {
             problems.push(Problem::FreeCountMismatch {
                 slot: s.sb.slot,
                 recorded: s.sb.free_blocks,
-                bitmap,
+                counted,
             });
         }
     }

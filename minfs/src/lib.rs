@@ -34,7 +34,7 @@ mod sys;
 #[cfg(feature = "cli")]
 pub mod cli;
 
-pub use device::{BlockDevice, FileDevice, MemDevice, OpenMode, TargetKind};
+pub use device::{BlockDevice, FileDevice, MemDevice, OpenMode, SparseMemDevice, TargetKind};
 pub use error::{Corruption, Error, Result, SlotId};
 pub use file::FileHandle;
 pub use fs::{ExtentInfo, FileStat, Filesystem, FormatOptions, Info};

@@ -33,7 +33,9 @@ pub struct MkfsOutcome {
 /// - A path that does not exist becomes an image of `opts.size` bytes, preallocated with
 ///   `fallocate` (refused if the host filesystem cannot); it is removed again if mkfs fails.
 /// - An existing image keeps its size (a different `opts.size` is refused) and is fallocated
-///   so no hole is left.
+///   so no hole is left — unless the host filesystem has less free space than the holes need:
+///   then mkfs is refused before anything is allocated (a failed fallocate may leave part of
+///   the space allocated), naming both sizes.
 /// - A block device is opened with `O_EXCL`: a mounted or busy device is always refused.
 /// - A target holding a known signature is refused unless `opts.force`.
 /// - With `dry_run` nothing is created or written.
@@ -144,16 +146,7 @@ fn format_existing(
         planned
     } else {
         if kind == TargetKind::Image && !created_image {
-            let len = dev.len().min(i64::MAX as u64) as i64;
-            if len > 0 {
-                fallocate(dev.file().as_raw_fd(), FallocateFlags::empty(), 0, len).map_err(
-                    |e| Error::Fallocate {
-                        target: target.to_string(),
-                        size: len as u64,
-                        source: e.into(),
-                    },
-                )?;
-            }
+            preallocate_existing(&dev, target)?;
         }
         let opts = FormatOptions {
             force: true,
@@ -169,4 +162,45 @@ fn format_existing(
         logical_sector_size: lss,
         physical_sector_size: pss,
     })
+}
+
+/// Fallocates the holes of an existing image, after checking that the host filesystem has room
+/// for them: a sparse image far larger than the host (a 15 TiB image on a 50 GB disk) is
+/// refused before any space is taken, instead of fallocate filling the host until ENOSPC.
+fn preallocate_existing(dev: &FileDevice, target: &str) -> Result<()> {
+    let len = dev.len().min(i64::MAX as u64);
+    let meta = dev
+        .file()
+        .metadata()
+        .map_err(|e| Error::io(target, "stat", e))?;
+    let allocated = std::os::unix::fs::MetadataExt::blocks(&meta).saturating_mul(512);
+    if len == 0 {
+        return Ok(());
+    }
+    // An upper bound: st_blocks also counts the host's own metadata blocks.
+    let missing = len.saturating_sub(allocated);
+    let vfs = nix::sys::statvfs::fstatvfs(dev.file())
+        .map_err(|e| Error::io(target, "statvfs of the host filesystem", e.into()))?;
+    let available = vfs.blocks_available().saturating_mul(vfs.fragment_size());
+    if missing > available {
+        return Err(Error::Fallocate {
+            target: target.to_string(),
+            size: len,
+            source: std::io::Error::other(format!(
+                "the image is sparse ({allocated} of {len} bytes allocated) and its holes need up to {missing} more bytes, but the host filesystem has {available} bytes free; nothing was allocated (use a block device or a smaller image)"
+            )),
+        });
+    }
+    fallocate(
+        dev.file().as_raw_fd(),
+        FallocateFlags::empty(),
+        0,
+        len as i64,
+    )
+    .map_err(|e| Error::Fallocate {
+        target: target.to_string(),
+        size: len,
+        source: e.into(),
+    })?;
+    Ok(())
 }

@@ -54,6 +54,7 @@ fn constants_table_matches_the_code() {
         ("MAX_NAME_LEN", format::MAX_NAME_LEN as u64),
         ("LABEL_SIZE", format::LABEL_SIZE as u64),
         ("MIN_SIZE", format::MIN_SIZE),
+        ("MAX_SIZE", format::MAX_SIZE),
     ];
     assert_eq!(
         doc.len(),
@@ -71,6 +72,49 @@ fn constants_table_matches_the_code() {
         "`{}`",
         std::str::from_utf8(&format::FILE_TABLE_MAGIC).unwrap()
     )));
+}
+
+/// The limits table names the values the code enforces; the extent limit is what the largest
+/// table that encodes holds (and one more does not encode).
+#[test]
+fn limits_table_matches_the_code() {
+    let rows = table_after(&doc(), "## Limits");
+    let doc: HashMap<String, u64> = rows
+        .iter()
+        .map(|r| (r[0].clone(), r[1].parse().expect("a number")))
+        .collect();
+    let code: &[(&str, u64)] = &[
+        ("files", format::MAX_FILES as u64),
+        ("file name", format::MAX_NAME_LEN as u64),
+        ("label", format::LABEL_SIZE as u64),
+        ("extents in total", file_table::MAX_EXTENTS as u64),
+        ("smallest filesystem", format::MIN_SIZE),
+        ("largest filesystem", format::MAX_SIZE),
+    ];
+    assert_eq!(doc.len(), code.len(), "FORMAT.md lists other limits");
+    for (name, value) in code {
+        assert_eq!(doc.get(*name), Some(value), "limit {name}");
+    }
+    let table = |extents: usize| {
+        let f = format::FileEntry {
+            name: "x".into(),
+            size: extents as u64 * 4096,
+            extents: (0..extents as u64)
+                .map(|i| format::Extent {
+                    start: 1000 + 2 * i,
+                    len: 1,
+                })
+                .collect(),
+        };
+        file_table::encode(&[f], 1)
+    };
+    assert!(table(file_table::MAX_EXTENTS).is_ok());
+    assert!(table(file_table::MAX_EXTENTS + 1).is_err());
+    assert!(doc_text_has(&format!(
+        "(61404 − 12 − 1) / 16 = {}",
+        file_table::MAX_EXTENTS
+    )));
+    assert_eq!(file_table::PAYLOAD_CAPACITY, 61404);
 }
 
 fn doc_text_has(s: &str) -> bool {

@@ -21,10 +21,12 @@ use std::io;
 pub mod fault;
 mod file;
 mod memory;
+mod sparse;
 
 pub use fault::FaultDevice;
 pub use file::{FileDevice, OpenMode, TargetKind};
 pub use memory::MemDevice;
+pub use sparse::SparseMemDevice;
 
 /// A byte-addressed store with sector-granular, O_DIRECT-style I/O. See the module docs for the
 /// contract.

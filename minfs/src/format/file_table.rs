@@ -28,6 +28,9 @@ pub const RECORD_HEADER_SIZE: usize = 12;
 pub const EXTENT_SIZE: usize = 16;
 /// Bytes available for records: the area less header and trailing CRC.
 pub const PAYLOAD_CAPACITY: usize = FILE_TABLE_SIZE - HEADER_SIZE - 4;
+/// Most extents a file table holds: all in one file with a one-byte name. With more files,
+/// each record's header and name leave room for fewer.
+pub const MAX_EXTENTS: usize = (PAYLOAD_CAPACITY - RECORD_HEADER_SIZE - 1) / EXTENT_SIZE;
 
 /// `(name, range)` of the header fields, for the format document test.
 pub const LAYOUT: &[(&str, Range<usize>)] = &[

@@ -39,6 +39,10 @@ pub const MAX_NAME_LEN: usize = 64;
 pub const LABEL_SIZE: usize = 32;
 /// Smallest filesystem: the reserved area plus 1 MiB of data.
 pub const MIN_SIZE: u64 = DATA_START + 1024 * 1024;
+/// Largest filesystem: the largest multiple of 4096 that is a valid file offset (`off_t`, a
+/// signed 64-bit integer), 8 EiB − 4 KiB. Nothing in minfs grows with the size (see
+/// `docs/FORMAT.md`, "Limits").
+pub const MAX_SIZE: u64 = i64::MAX as u64 / BLOCK_SIZE * BLOCK_SIZE;
 /// Magic number at the start of a superblock.
 pub const SUPERBLOCK_MAGIC: [u8; 8] = *b"MINFS-SB";
 /// Magic number at the start of a file table.

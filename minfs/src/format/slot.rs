@@ -7,7 +7,7 @@ use crate::alloc::Allocator;
 use crate::error::{Corruption, SlotId};
 use crate::sys::AlignedBuf;
 
-/// A validated slot: the superblock, the files, and the block map they imply.
+/// A validated slot: the superblock, the files, and the free-space map they imply.
 #[derive(Debug, Clone)]
 pub struct Slot {
     pub sb: Superblock,
@@ -32,9 +32,8 @@ pub fn encode(sb: &Superblock, files: &[FileEntry], id: SlotId) -> Result<Aligne
 }
 
 /// Decodes and validates slot `id` from its 64 KiB, read from a target of `device_len` bytes:
-/// superblock, that the filesystem fits on the target (checked before the block bitmap is
-/// allocated, so a corrupt size cannot make us allocate without bound), file table, and that
-/// no two extents share a block.
+/// superblock, that the filesystem fits on the target, file table, and that no two extents
+/// share a block (by sorting the extents; nothing here costs more for a larger device).
 pub fn decode(buf: &[u8], id: SlotId, device_len: u64) -> Result<Slot, Corruption> {
     if buf.len() != SLOT_SIZE as usize {
         return Err(Corruption::BadField {

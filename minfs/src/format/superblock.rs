@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use super::{
-    check_seal, le_u32, le_u64, seal, BLOCK_SIZE, FORMAT_VERSION, LABEL_SIZE, MAX_FILES,
+    check_seal, le_u32, le_u64, seal, BLOCK_SIZE, FORMAT_VERSION, LABEL_SIZE, MAX_FILES, MAX_SIZE,
     SLOT_OFFSETS, SLOT_SIZE, SUPERBLOCK_MAGIC, SUPERBLOCK_SIZE,
 };
 use crate::error::{Corruption, SlotId};
@@ -210,11 +210,13 @@ impl Superblock {
             ));
         }
         let total_bytes = le_u64(buf, field::TOTAL_BYTES.start);
-        if total_bytes % BLOCK_SIZE != 0 || total_bytes <= data_start {
+        if total_bytes % BLOCK_SIZE != 0 || total_bytes <= data_start || total_bytes > MAX_SIZE {
             return Err(bad(
                 "total_bytes",
                 total_bytes,
-                &format!("a multiple of 4096 greater than data_start ({data_start})"),
+                &format!(
+                    "a multiple of 4096 greater than data_start ({data_start}), at most {MAX_SIZE}"
+                ),
             ));
         }
         let block_count = le_u64(buf, field::BLOCK_COUNT.start);
