@@ -1,0 +1,580 @@
+//! The FUSE side of the emulator: a directory with two files.
+//!
+//! - `disk`: the drive. Its size is the backing image's. Every read, write and fsync is one
+//!   request of the modelled drive ([`DriveQueue`]); its data goes to or from the backing image
+//!   with O_DIRECT (`fsync` also `fdatasync`s the image) and the reply is sent at the
+//!   request's modelled completion. Opens are answered with `FOPEN_DIRECT_IO`, so the kernel's
+//!   requests (a loop device's, or an application's O_DIRECT ones) reach the model as made,
+//!   up to FUSE's 1 MiB. Writes must be whole 512-byte sectors (a disk takes nothing else);
+//!   reads of any range are served by reading the sectors around them.
+//! - `stats.json`: what the drive was asked (request counts and sizes), what it did
+//!   ([`DriveStats`](crate::DriveStats)), the modelled cache's dirty sectors, the most
+//!   requests outstanding at once, late replies. A snapshot taken at each open.
+//!
+//! The session thread takes each request, gives it its modelled time and hands it to a
+//! worker thread, which does the backing I/O, waits until the modelled completion and
+//! replies: requests the kernel has outstanding together are in the drive's queue together.
+//! After a failed backing write or flush every request answers `EIO` until remounted.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use fuser::consts::{FOPEN_DIRECT_IO, FUSE_ASYNC_DIO};
+use fuser::{
+    FileAttr, FileType, KernelConfig, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, FUSE_ROOT_ID,
+};
+use libc::c_int;
+use minfs::AlignedBuf;
+use serde::Serialize;
+
+use super::{Clock, DriveQueue, RequestStats, Scheduled};
+use crate::model::DriveStats;
+use crate::trace::ReqOp;
+
+const TTL: Duration = Duration::from_secs(1);
+const ROOT: u64 = FUSE_ROOT_ID;
+const DISK: u64 = 2;
+const STATS: u64 = 3;
+/// The drive's file in the mount.
+pub const DISK_NAME: &str = "disk";
+/// The statistics file in the mount.
+pub const STATS_NAME: &str = "stats.json";
+/// Worker threads: more than the kernel keeps outstanding (max_background).
+const WORKERS: usize = 72;
+/// Requests the kernel may have outstanding at once (FUSE max_background; NCQ's depth is 32).
+const MAX_BACKGROUND: u16 = 64;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// State shared by the session thread and the workers.
+#[derive(Debug)]
+struct Shared {
+    backing: File,
+    queue: Mutex<DriveQueue>,
+    poisoned: AtomicBool,
+    outstanding: AtomicU64,
+    max_outstanding: AtomicU64,
+    late_replies: AtomicU64,
+    late_ns: AtomicU64,
+    io_errors: AtomicU64,
+}
+
+impl Shared {
+    /// Waits until `s` completes (real clock) and accounts for a late reply.
+    fn wait_for(&self, s: &Scheduled, origin: Instant, clock: Clock) {
+        if clock == Clock::Real {
+            let due = origin + Duration::from_nanos(s.end.max(0.0) as u64);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            } else if now - due > Duration::from_micros(500) {
+                self.late_replies.fetch_add(1, Ordering::Relaxed);
+                self.late_ns
+                    .fetch_add((now - due).as_nanos() as u64, Ordering::Relaxed);
+            }
+        }
+        self.outstanding.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn failed(&self) {
+        self.io_errors.fetch_add(1, Ordering::Relaxed);
+        self.poisoned.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What `stats.json` holds.
+#[derive(Debug, Serialize)]
+pub struct Snapshot {
+    /// hddsim's version.
+    pub version: &'static str,
+    /// The profile's name.
+    pub profile: String,
+    /// `real` or `virtual`.
+    pub clock: Clock,
+    /// The drive's file size (the backing image's).
+    pub size_bytes: u64,
+    /// What the drive was asked.
+    pub requests: RequestStats,
+    /// Requests being served now.
+    pub outstanding: u64,
+    /// The most served at once.
+    pub max_outstanding: u64,
+    /// Replies sent more than 0.5 ms after their modelled completion (the backing I/O took
+    /// longer than the model), and their total lateness (ns).
+    pub late_replies: u64,
+    /// Total lateness (ns).
+    pub late_ns: u64,
+    /// Failed backing reads, writes and flushes.
+    pub io_errors: u64,
+    /// Dirty sectors in the modelled cache after the last request.
+    pub dirty_sectors: u64,
+    /// When the last request completes (ns, model clock).
+    pub busy_until_ns: u64,
+    /// What the modelled drive did.
+    pub drive: DriveStats,
+}
+
+/// The FUSE filesystem of `hddsim emulate`.
+#[derive(Debug)]
+pub struct EmulatorFs {
+    shared: Arc<Shared>,
+    profile: String,
+    size: u64,
+    clock: Clock,
+    origin: Instant,
+    uid: u32,
+    gid: u32,
+    mounted_at: SystemTime,
+    jobs: Option<mpsc::Sender<Job>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    snapshots: std::collections::HashMap<u64, Arc<Vec<u8>>>,
+    next_fh: u64,
+    /// Where the final statistics go at unmount.
+    stats_out: Option<std::path::PathBuf>,
+    /// Errors of the shutdown (writing the log or the statistics), for the caller.
+    shutdown_errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl EmulatorFs {
+    /// A filesystem serving `backing` (open with O_DIRECT, `size` bytes, a multiple of 512)
+    /// through `queue`.
+    pub fn new(backing: File, size: u64, profile: &str, queue: DriveQueue) -> EmulatorFs {
+        Self::with_stats_out(backing, size, profile, queue, None)
+    }
+
+    /// [`EmulatorFs::new`] that also writes the final statistics to `stats_out` at unmount.
+    pub fn with_stats_out(
+        backing: File,
+        size: u64,
+        profile: &str,
+        queue: DriveQueue,
+        stats_out: Option<std::path::PathBuf>,
+    ) -> EmulatorFs {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let workers = (0..WORKERS)
+            .map(|_| {
+                let rx = Arc::clone(&rx);
+                std::thread::spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                })
+            })
+            .collect();
+        let clock = queue.clock();
+        let origin = queue.origin();
+        EmulatorFs {
+            shared: Arc::new(Shared {
+                backing,
+                queue: Mutex::new(queue),
+                poisoned: AtomicBool::new(false),
+                outstanding: AtomicU64::new(0),
+                max_outstanding: AtomicU64::new(0),
+                late_replies: AtomicU64::new(0),
+                late_ns: AtomicU64::new(0),
+                io_errors: AtomicU64::new(0),
+            }),
+            profile: profile.to_string(),
+            size,
+            clock,
+            origin,
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            mounted_at: SystemTime::now(),
+            jobs: Some(tx),
+            workers,
+            snapshots: std::collections::HashMap::new(),
+            next_fh: 1,
+            stats_out,
+            shutdown_errors: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Where the errors of the shutdown will be (read after the session ended).
+    pub fn shutdown_errors(&self) -> Arc<Mutex<Vec<String>>> {
+        Arc::clone(&self.shutdown_errors)
+    }
+
+    /// The statistics now.
+    pub fn snapshot(&self) -> Snapshot {
+        let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let sh = &self.shared;
+        Snapshot {
+            version: env!("CARGO_PKG_VERSION"),
+            profile: self.profile.clone(),
+            clock: self.clock,
+            size_bytes: self.size,
+            requests: q.request_stats().clone(),
+            outstanding: sh.outstanding.load(Ordering::Relaxed),
+            max_outstanding: sh.max_outstanding.load(Ordering::Relaxed),
+            late_replies: sh.late_replies.load(Ordering::Relaxed),
+            late_ns: sh.late_ns.load(Ordering::Relaxed),
+            io_errors: sh.io_errors.load(Ordering::Relaxed),
+            dirty_sectors: q.dirty_sectors(),
+            busy_until_ns: q.busy_until().round() as u64,
+            drive: q.drive_stats().clone(),
+        }
+    }
+
+    /// Waits for the requests in service, then writes out the request log.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        self.jobs.take();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .flush_log()
+    }
+
+    fn attr(&self, ino: u64) -> Option<FileAttr> {
+        let (kind, perm, size, nlink) = match ino {
+            ROOT => (FileType::Directory, 0o755, 0, 2),
+            DISK => (FileType::RegularFile, 0o644, self.size, 1),
+            STATS => (FileType::RegularFile, 0o444, 0, 1),
+            _ => return None,
+        };
+        let t = self.mounted_at;
+        Some(FileAttr {
+            ino,
+            size,
+            blocks: size.div_ceil(512),
+            atime: t,
+            mtime: t,
+            ctime: t,
+            crtime: t,
+            kind,
+            perm,
+            nlink,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        })
+    }
+
+    /// Takes a request into the drive's queue and hands `work` (the backing I/O and the
+    /// reply) to a worker, which runs it and replies at the modelled completion.
+    fn dispatch<F>(&self, op: ReqOp, sector: u64, sectors: u64, work: F)
+    where
+        F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
+    {
+        let sh = Arc::clone(&self.shared);
+        let n = sh.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
+        sh.max_outstanding.fetch_max(n, Ordering::Relaxed);
+        let s = sh
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .submit(op, sector, sectors);
+        let (origin, clock) = (self.origin, self.clock);
+        let job: Job = Box::new(move || {
+            let reply = work(&sh);
+            sh.wait_for(&s, origin, clock);
+            reply();
+        });
+        match &self.jobs {
+            Some(tx) => {
+                if let Err(mpsc::SendError(job)) = tx.send(job) {
+                    job();
+                }
+            }
+            None => job(),
+        }
+    }
+
+    fn check(&self) -> Result<(), c_int> {
+        if self.shared.poisoned.load(Ordering::Relaxed) {
+            Err(libc::EIO)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl fuser::Filesystem for EmulatorFs {
+    fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), c_int> {
+        // Asynchronous direct I/O: a loop device's requests go out together, not one by one.
+        let _ = config.add_capabilities(FUSE_ASYNC_DIO);
+        if let Err(max) = config.set_max_write(16 << 20) {
+            let _ = config.set_max_write(max);
+        }
+        if let Err(max) = config.set_max_background(MAX_BACKGROUND) {
+            let _ = config.set_max_background(max);
+        }
+        let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        let mut errors = Vec::new();
+        if let Err(e) = self.finish() {
+            errors.push(format!("writing the request log: {e}"));
+        }
+        if let Some(path) = &self.stats_out {
+            let mut text = serde_json::to_vec_pretty(&self.snapshot()).unwrap_or_default();
+            text.push(b'\n');
+            if let Err(e) = std::fs::write(path, text) {
+                errors.push(format!("writing the statistics to {}: {e}", path.display()));
+            }
+        }
+        self.shutdown_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(errors);
+    }
+
+    fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
+        let ino = match name.to_str() {
+            Some(DISK_NAME) if parent == ROOT => DISK,
+            Some(STATS_NAME) if parent == ROOT => STATS,
+            _ => return reply.error(libc::ENOENT),
+        };
+        match self.attr(ino) {
+            Some(a) => reply.entry(&TTL, &a, 0),
+            None => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
+        match self.attr(ino) {
+            Some(a) => reply.attr(&TTL, &a),
+            None => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn setattr(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<u64>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<u32>,
+        reply: ReplyAttr,
+    ) {
+        let Some(a) = self.attr(ino) else {
+            return reply.error(libc::ENOENT);
+        };
+        // A drive's size, mode and owner are fixed; times are accepted and not kept.
+        let same = size.is_none_or(|s| s == a.size)
+            && mode.is_none_or(|m| m & 0o7777 == u32::from(a.perm))
+            && uid.is_none_or(|u| u == a.uid)
+            && gid.is_none_or(|g| g == a.gid);
+        if same {
+            reply.attr(&TTL, &a)
+        } else {
+            reply.error(libc::EPERM)
+        }
+    }
+
+    fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
+        match ino {
+            DISK => {
+                if let Err(e) = self.check() {
+                    return reply.error(e);
+                }
+                if flags & libc::O_TRUNC != 0 {
+                    return reply.error(libc::EPERM);
+                }
+                reply.opened(0, FOPEN_DIRECT_IO)
+            }
+            STATS => {
+                if flags & libc::O_ACCMODE != libc::O_RDONLY {
+                    return reply.error(libc::EACCES);
+                }
+                let mut text = serde_json::to_vec_pretty(&self.snapshot()).unwrap_or_default();
+                text.push(b'\n');
+                let fh = self.next_fh;
+                self.next_fh += 1;
+                self.snapshots.insert(fh, Arc::new(text));
+                reply.opened(fh, FOPEN_DIRECT_IO)
+            }
+            ROOT => reply.opened(0, 0),
+            _ => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn release(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.snapshots.remove(&fh);
+        reply.ok();
+    }
+
+    fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lo: u64, reply: ReplyEmpty) {
+        // close(2): not a cache flush (fsync is).
+        reply.ok();
+    }
+
+    fn read(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        fh: u64,
+        offset: i64,
+        size: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyData,
+    ) {
+        let Ok(offset) = u64::try_from(offset) else {
+            return reply.error(libc::EINVAL);
+        };
+        if ino == STATS {
+            let Some(text) = self.snapshots.get(&fh) else {
+                return reply.error(libc::EBADF);
+            };
+            let a = (offset as usize).min(text.len());
+            let b = (a + size as usize).min(text.len());
+            return reply.data(&text[a..b]);
+        }
+        if ino != DISK {
+            return reply.error(libc::EISDIR);
+        }
+        if let Err(e) = self.check() {
+            return reply.error(e);
+        }
+        let end = (offset + u64::from(size)).min(self.size);
+        if end <= offset {
+            return reply.data(&[]);
+        }
+        // The sectors around the range: what the drive reads.
+        let a = offset / 512 * 512;
+        let b = end.div_ceil(512) * 512;
+        self.dispatch(ReqOp::Read, a / 512, (b - a) / 512, move |sh| {
+            let mut buf = AlignedBuf::zeroed((b - a) as usize, 4096);
+            let res = sh.backing.read_exact_at(&mut buf, a);
+            Box::new(move || match res {
+                Ok(()) => {
+                    let skip = (offset - a) as usize;
+                    reply.data(&buf[skip..skip + (end - offset) as usize])
+                }
+                Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
+            })
+        });
+    }
+
+    fn write(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _fh: u64,
+        offset: i64,
+        data: &[u8],
+        _write_flags: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyWrite,
+    ) {
+        if ino != DISK {
+            return reply.error(libc::EBADF);
+        }
+        if let Err(e) = self.check() {
+            return reply.error(e);
+        }
+        let Ok(offset) = u64::try_from(offset) else {
+            return reply.error(libc::EINVAL);
+        };
+        let len = data.len() as u64;
+        if offset % 512 != 0 || len % 512 != 0 {
+            // A disk takes whole sectors.
+            return reply.error(libc::EINVAL);
+        }
+        if offset + len > self.size {
+            return reply.error(libc::ENOSPC);
+        }
+        if len == 0 {
+            return reply.written(0);
+        }
+        let mut buf = AlignedBuf::zeroed(data.len(), 4096);
+        buf.copy_from_slice(data);
+        self.dispatch(ReqOp::Write, offset / 512, len / 512, move |sh| {
+            let res = sh.backing.write_all_at(&buf, offset);
+            if res.is_err() {
+                sh.failed();
+            }
+            Box::new(move || match res {
+                Ok(()) => reply.written(len as u32),
+                Err(_) => reply.error(libc::EIO),
+            })
+        });
+    }
+
+    fn fsync(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
+        if ino != DISK {
+            return reply.ok();
+        }
+        if let Err(e) = self.check() {
+            return reply.error(e);
+        }
+        self.dispatch(ReqOp::Flush, 0, 0, move |sh| {
+            let res = sh.backing.sync_data();
+            if res.is_err() {
+                sh.failed();
+            }
+            Box::new(move || match res {
+                Ok(()) => reply.ok(),
+                Err(_) => reply.error(libc::EIO),
+            })
+        });
+    }
+
+    fn readdir(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _fh: u64,
+        offset: i64,
+        mut reply: ReplyDirectory,
+    ) {
+        if ino != ROOT {
+            return reply.error(libc::ENOTDIR);
+        }
+        let entries = [
+            (ROOT, FileType::Directory, "."),
+            (ROOT, FileType::Directory, ".."),
+            (DISK, FileType::RegularFile, DISK_NAME),
+            (STATS, FileType::RegularFile, STATS_NAME),
+        ];
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset.max(0) as usize) {
+            if reply.add(*ino, (i + 1) as i64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok()
+    }
+
+    fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
+        reply.statfs(self.size / 4096, 0, 0, 3, 0, 4096, 255, 4096)
+    }
+}
