@@ -188,6 +188,14 @@ impl Cache {
         self.dirty.first_from(head).or_else(|| self.dirty.first())
     }
 
+    /// The dirty runs in elevator order from `head` (C-SCAN: those starting at or after
+    /// `head`, then from the lowest), each once.
+    pub(crate) fn dirty_runs_from(&self, head: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let upper = self.dirty.map.range(head..);
+        let lower = self.dirty.map.range(..head);
+        upper.chain(lower).map(|(&s, &(e, _))| (s, e))
+    }
+
     /// `[a, b)` is written by the host: dirty from now on.
     pub(crate) fn write(&mut self, a: u64, b: u64) {
         self.clean.remove(a, b);

@@ -28,7 +28,7 @@
 //! - **Flush**: completes when every dirty sector is on the media.
 //! - **Read**: if every sector is in the cache (dirty, destaged, read or read ahead), it
 //!   completes at the interface rate. Otherwise the media reads the span from the first to the
-//!   last missing sector: background work stops, the head seeks (read curve), waits for the
+//!   last missing sector: background work yields (below), the head seeks (read curve), waits for the
 //!   sector, transfers at R(u); the data read stays in the cache as clean data. Afterwards,
 //!   if nothing is dirty, the drive reads ahead from where the read ended while it is idle,
 //!   up to `readahead_bytes` (a later read that continues the stream finds the data there, or
@@ -48,18 +48,45 @@
 //! sectors) in elevator order (C-SCAN from the head): seek (write curve), rotational wait,
 //! transfer. Host writes into the cache go on meanwhile (the interface and the media work in
 //! parallel); data that extends the run being written is picked up by the next run, which
-//! then starts exactly under the head (no wait). A read that needs the media stops a destage
-//! run where it has got to (whole physical sectors); the rest stays dirty.
+//! then starts exactly under the head (no wait). Writes are always cached, whatever their
+//! size (DiskSim 4.0's "Fast write level" 2 with "Combine seq writes" on: a write is reported
+//! done once in the buffer, also when it appends to data not yet written); no size above
+//! which a write bypasses the cache is published for this drive, so none is modelled.
 //!
-//! # 512e
-//! The media writes whole physical sectors. A destage run that begins or ends inside a
-//! physical sector whose other part is not in the cache must read that sector first: one
-//! extra revolution for the run (the read and the write pass), charged when the run starts
-//! (again if a read stops it and it starts anew). Runs that start and end on
-//! physical-sector boundaries, or whose neighbouring data is cached (written, destaged or
-//! read recently), cost nothing extra. With 4096-byte logical sectors (4Kn) a request that is
-//! not 4096-byte aligned cannot be sent to the drive: it is rounded out to whole sectors and
-//! counted as misaligned, never penalised.
+//! # Partial physical sectors (512e)
+//! The media writes whole physical sectors. A dirty run that begins or ends inside a
+//! physical sector whose other part is not in the cache is not written up to that sector by
+//! the background destage: the partial piece stays dirty in the cache, waiting for the
+//! write that completes it (the next put of a sequential writer), and the run is written up
+//! to the physical-sector boundary. Sources: Western Digital's patent US 8,832,366 "Disk
+//! drive to coalesce unaligned writes in write operations" (unaligned writes held in the
+//! cache and merged with following writes so that the media sees aligned ones); Seagate's
+//! and Dell's Advanced Format (512e) papers, which describe the read-modify-write a 512e
+//! drive must do for an unaligned write and the drive caching that hides it for sequential
+//! streams. The piece is read-modified-written — one extra revolution for its run (the read
+//! pass and the write pass), charged when the run starts — only when it must be:
+//! - a flush, a preflush or a FUA write (everything dirty must reach the media), so a flush
+//!   between two puts forces it;
+//! - cache pressure: a write waiting for room, when nothing else dirty can be written.
+//!
+//! Runs whose neighbouring data is cached (written, destaged or read recently) cost nothing
+//! extra. With 4096-byte logical sectors (4Kn) a request that is not 4096-byte aligned
+//! cannot be sent to the drive: it is rounded out to whole sectors and counted as
+//! misaligned, never penalised.
+//!
+//! # Reads against a dirty cache
+//! The destage writes a run in operations of one revolution (one track) each, counted from
+//! the run's first sector (ublk-disksim's HDD model, docs/ARCHITECTURE.md: a write-back
+//! "moves at most one track"). A read that needs the media while an operation is in
+//! progress waits for its end — an operation that has begun, its seek and rotational wait
+//! included, is not abandoned; the rest of the run stays dirty. When the cache is at least
+//! 3/4 full of dirty data, the drive also lets one more write-back operation go before the
+//! read (ublk-disksim: "once the cache is 3/4 full … one write-back per queued request
+//! served"; its VALIDATION.md lists the 3/4 threshold among its assumptions: an estimate).
+//! This is the source of a desktop drive's long read tails behind a writer: a read waits up
+//! to a revolution behind a destage, and up to a seek and two revolutions more with a full
+//! cache. Reads are counted in `reads_behind_destage`, their wait in `read_destage_wait_ns`,
+//! the extra operations in `read_write_back_turns`.
 
 use serde::Serialize;
 
@@ -131,6 +158,15 @@ pub struct DriveStats {
     pub misaligned_requests: u64,
     /// Queued reads that continued the previous media read's stream.
     pub queued_stream_reads: u64,
+    /// Media reads that waited for the destage (an operation in progress, or a write-back
+    /// turn with the cache 3/4 full).
+    pub reads_behind_destage: u64,
+    /// How long they waited (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub read_destage_wait_ns: f64,
+    /// Write-back operations a read let go first because the cache was 3/4 full of dirty
+    /// data.
+    pub read_write_back_turns: u64,
     /// Sectors read ahead into the cache.
     pub readahead_sectors: u64,
     /// Time the media worked for reads and destage runs (seek, rotational wait, 512e
@@ -251,6 +287,9 @@ struct Step {
     seek_end: f64,
     /// When sector `a` passes under the head.
     xfer_start: f64,
+    /// When the transfer began (the run's first sector under the head): the run is written
+    /// in operations of one revolution each from here.
+    xfer0: f64,
     /// When it ends.
     end: f64,
     /// The head partial sector needed reading (so it is in the cache once written).
@@ -476,10 +515,10 @@ impl Drive {
                 pf.t0 + self.g.transfer_ns(pf.from, m0) + xfer
             }
             _ => {
-                // The media is needed: stop background work where it is.
-                self.preempt(ts);
+                // The media is needed: background work yields (see the module docs).
+                let go = self.yield_to_read(ts);
                 let seek = self.read_seek.time(self.g.seek_fraction(self.head, m0));
-                let arrive = ts + seek;
+                let arrive = go + seek;
                 let rot = self.g.rotational_wait(arrive, m0);
                 self.stats.read_seek_ns += seek;
                 self.stats.read_rotation_ns += rot;
@@ -597,7 +636,7 @@ impl Drive {
                 break;
             }
             let at = self.media_free.max(ts);
-            self.start_step(at);
+            self.start_step(at, true);
         }
         self.stats.flush_wait_ns += t - ts;
         t
@@ -610,9 +649,12 @@ impl Drive {
             let step = match self.step {
                 Some(s) => s,
                 None => {
+                    // Cache pressure: partial physical sectors only when nothing else is dirty.
                     let at = self.media_free.max(ts);
-                    self.start_step(at);
-                    self.step.expect("dirty data gives a step")
+                    if !self.start_step(at, false) {
+                        self.start_step(at, true);
+                    }
+                    self.step.expect("dirty data gives a forced step")
                 }
             };
             let excess = self.cache.dirty() - target;
@@ -654,18 +696,48 @@ impl Drive {
                 return;
             }
             let at = self.media_free;
-            self.start_step(at);
+            if !self.start_step(at, false) {
+                // Only partial physical sectors are dirty: they wait for the writes that
+                // complete them, or for a flush or cache pressure.
+                return;
+            }
         }
     }
 
-    /// Starts a destage run at `at` (the media is free then and something is dirty).
-    fn start_step(&mut self, at: f64) {
+    /// The next destage run from the head, elevator order. Unless `forced`, a partial
+    /// physical sector at either end of a run whose rest is not in the cache is left out and
+    /// stays dirty (the partial-sector hold, see the module docs); runs that are nothing
+    /// but such pieces are passed over.
+    fn next_run(&self, forced: bool) -> Option<(u64, u64)> {
+        let p = self.physical;
+        if forced || p == 1 {
+            return self.cache.next_dirty_run(self.head);
+        }
+        self.cache.dirty_runs_from(self.head).find_map(|(a, b)| {
+            let a2 = if a % p != 0 && !self.cache.covered(a - a % p, a) {
+                a.next_multiple_of(p)
+            } else {
+                a
+            };
+            let tail = (b - b % p + p).min(self.capacity_sectors);
+            let b2 = if b % p != 0 && b < tail && !self.cache.covered(b, tail) {
+                b - b % p
+            } else {
+                b
+            };
+            (a2 < b2).then_some((a2, b2))
+        })
+    }
+
+    /// Starts a destage run at `at` (the media is free then); `forced` (a flush, or a write
+    /// waiting for room) writes partial physical sectors too, with a read-modify-write.
+    /// Returns false when there is nothing to start.
+    fn start_step(&mut self, at: f64, forced: bool) -> bool {
+        let Some((a, b)) = self.next_run(forced) else {
+            return false;
+        };
         self.stop_prefetch(at);
         let at = at.max(self.media_free);
-        let (a, b) = self
-            .cache
-            .next_dirty_run(self.head)
-            .expect("start_step needs dirty data");
         let seek = self.write_seek.time(self.g.seek_fraction(self.head, a));
         let seek_end = at + seek;
         let rot = self.g.rotational_wait(seek_end, a);
@@ -694,10 +766,12 @@ impl Drive {
             began: at,
             seek_end,
             xfer_start,
+            xfer0: xfer_start,
             end,
             rmw_head,
             rmw_tail,
         });
+        true
     }
 
     fn finish_step(&mut self, step: Step) {
@@ -748,6 +822,43 @@ impl Drive {
         } else {
             self.step = Some(step);
         }
+    }
+
+    /// When destage operation `step` in progress at `t` ends: the run is written in
+    /// operations of one revolution (one track) each, counted from its first sector; one that
+    /// has begun — its seek and rotational wait included — is finished.
+    fn operation_end(&self, step: &Step, t: f64) -> f64 {
+        let revs = ((t - step.xfer0) / self.g.t_rev).ceil().max(1.0);
+        (step.xfer0 + revs * self.g.t_rev).min(step.end)
+    }
+
+    /// A read needs the media at `ts`: the look-ahead stops; a destage operation in progress
+    /// is finished first; with the cache at least 3/4 full of dirty data, one more destage
+    /// operation goes before the read. Returns when the media is free for the read.
+    fn yield_to_read(&mut self, ts: f64) -> f64 {
+        self.stop_prefetch(ts);
+        let mut t = ts;
+        if let Some(step) = self.step {
+            t = self.operation_end(&step, ts);
+            self.progress(t);
+        }
+        if self.cache.dirty() * 4 >= self.cache.capacity() * 3 {
+            if self.step.is_none() {
+                self.start_step(t.max(self.media_free), false);
+            }
+            if let Some(step) = self.step {
+                let e = self.operation_end(&step, step.began);
+                self.progress(e);
+                t = t.max(e);
+                self.stats.read_write_back_turns += 1;
+            }
+        }
+        self.preempt(t);
+        if t > ts {
+            self.stats.reads_behind_destage += 1;
+            self.stats.read_destage_wait_ns += t - ts;
+        }
+        t
     }
 
     /// A command needs the media at `t`: the run in progress stops where it has got to, the

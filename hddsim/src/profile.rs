@@ -41,8 +41,10 @@ pub struct Profile {
     pub outer_rate_bytes_per_sec: f64,
     /// Inner-edge rate as a fraction of the outer one (`inner_outer_rate_ratio`, k).
     pub inner_outer_rate_ratio: f64,
-    /// Track-to-track seek (`seek_track_to_track_ms`).
+    /// Track-to-track seek, read (`seek_track_to_track_ms`).
     pub seek_track_to_track_ns: f64,
+    /// Track-to-track seek, write (`seek_track_to_track_write_ms`).
+    pub seek_track_to_track_write_ns: f64,
     /// Full-stroke seek (`seek_full_stroke_ms`).
     pub seek_full_stroke_ns: f64,
     /// Average read seek over all pairs of positions (`seek_average_read_ms`).
@@ -156,6 +158,7 @@ struct RawProfile {
     outer_rate_mb_per_s: Param<f64>,
     inner_outer_rate_ratio: Param<f64>,
     seek_track_to_track_ms: Param<f64>,
+    seek_track_to_track_write_ms: Param<f64>,
     seek_full_stroke_ms: Param<f64>,
     seek_average_read_ms: Param<f64>,
     seek_average_write_ms: Param<f64>,
@@ -239,7 +242,7 @@ impl Profile {
     /// The write seek curve.
     pub fn write_seek(&self) -> SeekCurve {
         SeekCurve::solve(
-            self.seek_track_to_track_ns,
+            self.seek_track_to_track_write_ns,
             self.seek_full_stroke_ns,
             self.seek_average_write_ns,
         )
@@ -277,7 +280,7 @@ impl Profile {
             why: why.to_string(),
         };
         // Every parameter needs a source.
-        let sources: [(&'static str, &str); 14] = [
+        let sources: [(&'static str, &str); 15] = [
             ("capacity_bytes", &raw.capacity_bytes.source),
             ("logical_sector_bytes", &raw.logical_sector_bytes.source),
             ("physical_sector_bytes", &raw.physical_sector_bytes.source),
@@ -285,6 +288,10 @@ impl Profile {
             ("outer_rate_mb_per_s", &raw.outer_rate_mb_per_s.source),
             ("inner_outer_rate_ratio", &raw.inner_outer_rate_ratio.source),
             ("seek_track_to_track_ms", &raw.seek_track_to_track_ms.source),
+            (
+                "seek_track_to_track_write_ms",
+                &raw.seek_track_to_track_write_ms.source,
+            ),
             ("seek_full_stroke_ms", &raw.seek_full_stroke_ms.source),
             ("seek_average_read_ms", &raw.seek_average_read_ms.source),
             ("seek_average_write_ms", &raw.seek_average_write_ms.source),
@@ -364,21 +371,28 @@ impl Profile {
             ));
         }
         let t2t = positive_f("seek_track_to_track_ms", raw.seek_track_to_track_ms.value)?;
+        let t2t_w = positive_f(
+            "seek_track_to_track_write_ms",
+            raw.seek_track_to_track_write_ms.value,
+        )?;
         let full = positive_f("seek_full_stroke_ms", raw.seek_full_stroke_ms.value)?;
         let avg_r = positive_f("seek_average_read_ms", raw.seek_average_read_ms.value)?;
         let avg_w = positive_f("seek_average_write_ms", raw.seek_average_write_ms.value)?;
-        if full <= t2t {
+        if full <= t2t.max(t2t_w) {
             return Err(invalid(
                 "seek_full_stroke_ms",
                 full.to_string(),
-                &format!("must be longer than seek_track_to_track_ms ({t2t})"),
+                &format!(
+                    "must be longer than seek_track_to_track_ms ({t2t}) and \
+                     seek_track_to_track_write_ms ({t2t_w})"
+                ),
             ));
         }
-        for (field, avg) in [
-            ("seek_average_read_ms", avg_r),
-            ("seek_average_write_ms", avg_w),
+        for (field, t0, avg) in [
+            ("seek_average_read_ms", t2t, avg_r),
+            ("seek_average_write_ms", t2t_w, avg_w),
         ] {
-            SeekCurve::solve(t2t * 1e6, full * 1e6, avg * 1e6)
+            SeekCurve::solve(t0 * 1e6, full * 1e6, avg * 1e6)
                 .map_err(|why| invalid(field, avg.to_string(), &why))?;
         }
         let cache_bytes = positive_u("cache_bytes", raw.cache_bytes.value)?;
@@ -409,6 +423,7 @@ impl Profile {
             outer_rate_bytes_per_sec: outer * 1e6,
             inner_outer_rate_ratio: ratio,
             seek_track_to_track_ns: t2t * 1e6,
+            seek_track_to_track_write_ns: t2t_w * 1e6,
             seek_full_stroke_ns: full * 1e6,
             seek_average_read_ns: avg_r * 1e6,
             seek_average_write_ns: avg_w * 1e6,
@@ -520,13 +535,21 @@ mod tests {
     #[test]
     fn seek_curves_hit_the_figures() {
         let p = shipped("st1000dm003");
-        for (curve, avg) in [
-            (p.read_seek(), p.seek_average_read_ns),
-            (p.write_seek(), p.seek_average_write_ns),
+        for (curve, avg, t0) in [
+            (
+                p.read_seek(),
+                p.seek_average_read_ns,
+                p.seek_track_to_track_ns,
+            ),
+            (
+                p.write_seek(),
+                p.seek_average_write_ns,
+                p.seek_track_to_track_write_ns,
+            ),
         ] {
             assert!(curve.a >= 0.0 && curve.b >= 0.0, "{curve:?}");
             assert!((curve.time(1.0) - p.seek_full_stroke_ns).abs() < 1e-3);
-            assert!((curve.time(1e-15) - p.seek_track_to_track_ns).abs() < 1.0);
+            assert!((curve.time(1e-15) - t0).abs() < 1.0);
             assert_eq!(curve.time(0.0), 0.0);
             // The average over all pairs (numerically, midpoint rule over |x − y|, whose
             // density on [0, 1] is 2(1 − d)).
@@ -552,6 +575,7 @@ rpm = { value = 7200, source = "s" }
 outer_rate_mb_per_s = { value = 210, source = "s" }
 inner_outer_rate_ratio = { value = 0.5, source = "s" }
 seek_track_to_track_ms = { value = 1.0, source = "s" }
+seek_track_to_track_write_ms = { value = 1.2, source = "s" }
 seek_full_stroke_ms = { value = 17.0, source = "s" }
 seek_average_read_ms = { value = 8.5, source = "s" }
 seek_average_write_ms = { value = 9.5, source = "s" }
