@@ -179,6 +179,15 @@ fn fsync_drains_the_modelled_cache() {
             f.write_all_at(&pattern(64 << 10, i), i * (1 << 20))
                 .unwrap();
         }
+        // Written behind: a read right after a write returns the written data.
+        let mut got = AlignedBuf::zeroed(64 << 10, 4096);
+        for i in 0..8u64 {
+            f.read_exact_at(&mut got, i * (1 << 20)).unwrap();
+            assert!(
+                got[..] == pattern(64 << 10, i)[..],
+                "write {i} read back differs"
+            );
+        }
         let before = emu.stats();
         assert!(before["dirty_sectors"].as_u64().unwrap() > 0, "{before}");
         f.sync_data().unwrap();

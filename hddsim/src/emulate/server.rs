@@ -12,9 +12,19 @@
 //!   requests outstanding at once, late replies. A snapshot taken at each open.
 //!
 //! The session thread takes each request, gives it its modelled time and hands it to a
-//! worker thread, which does the backing I/O, waits until the modelled completion and
-//! replies: requests the kernel has outstanding together are in the drive's queue together.
-//! After a failed backing write or flush every request answers `EIO` until remounted.
+//! worker thread, which waits until the modelled completion and replies: requests the kernel
+//! has outstanding together are in the drive's queue together.
+//!
+//! Writes are written behind, as a drive's cache does: the data is copied into the emulator's
+//! memory and written to the backing image (O_DIRECT) by writer threads in arrival order
+//! (overlapping writes one after the other), while the reply waits only for the modelled
+//! completion — so the host's own disk does not slow the emulated one down as long as it
+//! keeps up on average. At most [`WRITE_BEHIND_BYTES`] wait to be written; beyond that the
+//! session waits (counted in `late_replies` when it makes replies late). A read waits for
+//! the pending writes it overlaps, then reads the backing image; a flush waits for every
+//! write that arrived before it and `fdatasync`s the image. A failed backing write fails the
+//! next flush; after a failed backing write or flush every request answers `EIO` until
+//! remounted.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -44,12 +54,85 @@ const STATS: u64 = 3;
 pub const DISK_NAME: &str = "disk";
 /// The statistics file in the mount.
 pub const STATS_NAME: &str = "stats.json";
-/// Worker threads: more than the kernel keeps outstanding (max_background).
-const WORKERS: usize = 72;
+/// Reply threads: more than the kernel keeps outstanding (max_background).
+const REPLIERS: usize = 72;
+/// Threads writing pending writes to the backing image.
+const WRITERS: usize = 8;
+/// Most bytes of acknowledged-or-in-service writes not yet on the backing image.
+pub const WRITE_BEHIND_BYTES: u64 = 256 << 20;
 /// Requests the kernel may have outstanding at once (FUSE max_background; NCQ's depth is 32).
 const MAX_BACKGROUND: u16 = 64;
 
 type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads running jobs in the order they were queued.
+#[derive(Debug)]
+struct Pool {
+    tx: Option<mpsc::Sender<Job>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new(n: usize) -> Pool {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let threads = (0..n)
+            .map(|_| {
+                let rx = Arc::clone(&rx);
+                std::thread::spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                })
+            })
+            .collect();
+        Pool {
+            tx: Some(tx),
+            threads,
+        }
+    }
+
+    fn run(&self, job: Job) {
+        match &self.tx {
+            Some(tx) => {
+                if let Err(mpsc::SendError(job)) = tx.send(job) {
+                    job();
+                }
+            }
+            None => job(),
+        }
+    }
+
+    /// Runs what is queued, then ends the threads.
+    fn join(&mut self) {
+        self.tx.take();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Writes not yet on the backing image: (id, first byte, end byte).
+#[derive(Debug, Default)]
+struct Pending {
+    next_id: u64,
+    writes: Vec<(u64, u64, u64)>,
+    bytes: u64,
+}
+
+impl Pending {
+    /// Whether a write with an id below `before` overlapping `[a, b)` is pending.
+    fn blocks(&self, before: u64, a: u64, b: u64) -> bool {
+        self.writes
+            .iter()
+            .any(|&(id, s, e)| id < before && s < b && a < e)
+    }
+}
 
 /// State shared by the session thread and the workers.
 #[derive(Debug)]
@@ -62,9 +145,22 @@ struct Shared {
     late_replies: AtomicU64,
     late_ns: AtomicU64,
     io_errors: AtomicU64,
+    pending: Mutex<Pending>,
+    pending_changed: std::sync::Condvar,
 }
 
 impl Shared {
+    /// Waits until no write with an id below `before` overlapping `[a, b)` is pending.
+    fn wait_pending(&self, before: u64, a: u64, b: u64) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while p.blocks(before, a, b) {
+            p = self
+                .pending_changed
+                .wait(p)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// Waits until `s` completes (real clock) and accounts for a late reply.
     fn wait_for(&self, s: &Scheduled, origin: Instant, clock: Clock) {
         if clock == Clock::Real {
@@ -130,8 +226,8 @@ pub struct EmulatorFs {
     uid: u32,
     gid: u32,
     mounted_at: SystemTime,
-    jobs: Option<mpsc::Sender<Job>>,
-    workers: Vec<std::thread::JoinHandle<()>>,
+    repliers: Pool,
+    writers: Pool,
     snapshots: std::collections::HashMap<u64, Arc<Vec<u8>>>,
     next_fh: u64,
     /// Where the final statistics go at unmount.
@@ -155,23 +251,6 @@ impl EmulatorFs {
         queue: DriveQueue,
         stats_out: Option<std::path::PathBuf>,
     ) -> EmulatorFs {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        let workers = (0..WORKERS)
-            .map(|_| {
-                let rx = Arc::clone(&rx);
-                std::thread::spawn(move || loop {
-                    let job = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    match job {
-                        Ok(job) => job(),
-                        Err(_) => return,
-                    }
-                })
-            })
-            .collect();
         let clock = queue.clock();
         let origin = queue.origin();
         EmulatorFs {
@@ -184,6 +263,8 @@ impl EmulatorFs {
                 late_replies: AtomicU64::new(0),
                 late_ns: AtomicU64::new(0),
                 io_errors: AtomicU64::new(0),
+                pending: Mutex::new(Pending::default()),
+                pending_changed: std::sync::Condvar::new(),
             }),
             profile: profile.to_string(),
             size,
@@ -192,8 +273,8 @@ impl EmulatorFs {
             uid: nix::unistd::getuid().as_raw(),
             gid: nix::unistd::getgid().as_raw(),
             mounted_at: SystemTime::now(),
-            jobs: Some(tx),
-            workers,
+            repliers: Pool::new(REPLIERS),
+            writers: Pool::new(WRITERS),
             snapshots: std::collections::HashMap::new(),
             next_fh: 1,
             stats_out,
@@ -229,10 +310,8 @@ impl EmulatorFs {
 
     /// Waits for the requests in service, then writes out the request log.
     pub fn finish(&mut self) -> std::io::Result<()> {
-        self.jobs.take();
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
+        self.repliers.join();
+        self.writers.join();
         self.shared
             .queue
             .lock()
@@ -282,19 +361,37 @@ impl EmulatorFs {
             .unwrap_or_else(|e| e.into_inner())
             .submit(op, sector, sectors);
         let (origin, clock) = (self.origin, self.clock);
-        let job: Job = Box::new(move || {
+        self.repliers.run(Box::new(move || {
             let reply = work(&sh);
             sh.wait_for(&s, origin, clock);
             reply();
-        });
-        match &self.jobs {
-            Some(tx) => {
-                if let Err(mpsc::SendError(job)) = tx.send(job) {
-                    job();
-                }
-            }
-            None => job(),
+        }));
+    }
+
+    /// Registers a write of `[a, b)` as pending (waiting while too much is) and returns its id.
+    fn register_write(&self, a: u64, b: u64) -> u64 {
+        let sh = &self.shared;
+        let mut p = sh.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while p.bytes > 0 && p.bytes + (b - a) > WRITE_BEHIND_BYTES {
+            p = sh
+                .pending_changed
+                .wait(p)
+                .unwrap_or_else(|e| e.into_inner());
         }
+        let id = p.next_id;
+        p.next_id += 1;
+        p.writes.push((id, a, b));
+        p.bytes += b - a;
+        id
+    }
+
+    /// The id the next write will get: everything below it arrived earlier.
+    fn write_epoch(&self) -> u64 {
+        self.shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next_id
     }
 
     fn check(&self) -> Result<(), c_int> {
@@ -471,7 +568,9 @@ impl fuser::Filesystem for EmulatorFs {
         // The sectors around the range: what the drive reads.
         let a = offset / 512 * 512;
         let b = end.div_ceil(512) * 512;
+        let epoch = self.write_epoch();
         self.dispatch(ReqOp::Read, a / 512, (b - a) / 512, move |sh| {
+            sh.wait_pending(epoch, a, b);
             let mut buf = AlignedBuf::zeroed((b - a) as usize, 4096);
             let res = sh.backing.read_exact_at(&mut buf, a);
             Box::new(move || match res {
@@ -518,15 +617,23 @@ impl fuser::Filesystem for EmulatorFs {
         }
         let mut buf = AlignedBuf::zeroed(data.len(), 4096);
         buf.copy_from_slice(data);
-        self.dispatch(ReqOp::Write, offset / 512, len / 512, move |sh| {
-            let res = sh.backing.write_all_at(&buf, offset);
-            if res.is_err() {
+        let id = self.register_write(offset, offset + len);
+        let sh = Arc::clone(&self.shared);
+        self.writers.run(Box::new(move || {
+            sh.wait_pending(id, offset, offset + len);
+            if sh.backing.write_all_at(&buf, offset).is_err() {
                 sh.failed();
             }
-            Box::new(move || match res {
-                Ok(()) => reply.written(len as u32),
-                Err(_) => reply.error(libc::EIO),
-            })
+            let mut p = sh.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.writes.retain(|w| w.0 != id);
+            p.bytes -= len;
+            drop(p);
+            sh.pending_changed.notify_all();
+        }));
+        // Acknowledged at the modelled completion, as a drive acknowledges a write in its
+        // cache; a failed backing write fails the next flush.
+        self.dispatch(ReqOp::Write, offset / 512, len / 512, move |_| {
+            Box::new(move || reply.written(len as u32))
         });
     }
 
@@ -537,14 +644,20 @@ impl fuser::Filesystem for EmulatorFs {
         if let Err(e) = self.check() {
             return reply.error(e);
         }
+        let epoch = self.write_epoch();
         self.dispatch(ReqOp::Flush, 0, 0, move |sh| {
+            sh.wait_pending(epoch, 0, u64::MAX);
             let res = sh.backing.sync_data();
             if res.is_err() {
                 sh.failed();
             }
-            Box::new(move || match res {
-                Ok(()) => reply.ok(),
-                Err(_) => reply.error(libc::EIO),
+            let ok = res.is_ok() && !sh.poisoned.load(Ordering::Relaxed);
+            Box::new(move || {
+                if ok {
+                    reply.ok()
+                } else {
+                    reply.error(libc::EIO)
+                }
             })
         });
     }
