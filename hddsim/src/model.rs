@@ -499,7 +499,7 @@ impl Drive {
         let iface = (b - a) as f64 * 512.0 * self.iface_ns_per_byte;
         let Some((m0, m1)) = self.cache.uncovered_span(a, b) else {
             self.stats.cache_read_hits += 1;
-            self.extend_prefetch(ts, b);
+            self.extend_prefetch(ts, a, b);
             return ts + iface;
         };
         self.stats.media_reads += 1;
@@ -563,13 +563,15 @@ impl Drive {
         }
     }
 
-    /// A read hit up to `b`: keep reading ahead `readahead` beyond it.
-    fn extend_prefetch(&mut self, t: f64, b: u64) {
+    /// A read hit of `[a, b)` that continues the look-ahead's stream (it begins within what
+    /// the look-ahead has read or will read): keep reading ahead `readahead` beyond it. A hit
+    /// elsewhere in the cache leaves the look-ahead as it is.
+    fn extend_prefetch(&mut self, t: f64, a: u64, b: u64) {
         let Some(pf) = self.prefetch.as_mut() else {
             return;
         };
         let limit = (b + self.readahead).min(self.capacity_sectors);
-        if limit <= pf.limit || b + self.readahead < pf.from {
+        if limit <= pf.limit || b + self.readahead < pf.from || a > pf.limit {
             return;
         }
         if pf.from == pf.limit {

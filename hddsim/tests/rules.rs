@@ -121,3 +121,26 @@ fn a_read_behind_dirty_data_waits_for_the_destage_operation_in_progress() {
     let (_, _, d) = read_behind(40_000, 10.0 * SECOND);
     assert_eq!(d.stats().reads_behind_destage, 0);
 }
+
+#[test]
+fn cache_pressure_forces_a_held_partial_sector_out() {
+    // The same drive with a 16-sector (8 KiB) cache.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/st1000dm003.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("value = 67108864", "value = 8192");
+    let p = Profile::from_toml(&text, "small-cache.toml", "small-cache").unwrap();
+    assert_eq!(p.cache_bytes, 8192);
+    let mut d = Drive::new(&p);
+    // Two misaligned writes far apart: after a second each leaves one held sector.
+    let t = d.submit(&w(0, 9), 0.0);
+    let t = d.submit(&w(1000, 9), t + SECOND);
+    let t = d.submit(&r(0, 8), t + SECOND);
+    assert_eq!(d.dirty_sectors(), 2);
+    assert_eq!(d.stats().rmw_penalties, 0);
+    // A write that needs 15 of the 16 sectors: nothing but held pieces can make room, so one
+    // is read-modified-written although no flush asked for it.
+    d.submit(&w(2000, 15), t);
+    assert_eq!(d.stats().cache_full_waits, 1);
+    assert_eq!(d.stats().rmw_penalties, 1);
+}

@@ -1,0 +1,35 @@
+//! docs/HDD-MODEL.md's validation table holds what `hddsim validate --profile st1000dm003`
+//! prints: the same figures, in the same order, to the printed precision.
+
+use std::path::Path;
+
+#[test]
+fn the_documented_validation_figures_are_the_models() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HDD-MODEL.md"))
+            .unwrap();
+    let section = &doc[doc.find("## Validation: `hddsim validate`").unwrap()..];
+    let rows: Vec<Vec<String>> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("| figure |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.split('|').map(|c| c.trim().to_string()).collect())
+        .collect();
+    let p = hddsim::profile::load("st1000dm003").unwrap();
+    let checks = hddsim::validate::run(&p);
+    assert_eq!(rows.len(), checks.len(), "rows in the doc vs checks");
+    let opt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.1}"));
+    for (row, c) in rows.iter().zip(&checks) {
+        // | figure | model | manual | sister | unit |
+        assert_eq!(
+            row[2],
+            format!("{:.1}", c.model),
+            "model figure of `{}`",
+            c.figure
+        );
+        assert_eq!(row[3], opt(c.manual), "manual figure of `{}`", c.figure);
+        assert_eq!(row[4], opt(c.sister), "sister figure of `{}`", c.figure);
+        assert_eq!(row[5], c.unit, "unit of `{}`", c.figure);
+    }
+}
