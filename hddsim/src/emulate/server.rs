@@ -147,6 +147,8 @@ struct Shared {
     io_errors: AtomicU64,
     pending: Mutex<Pending>,
     pending_changed: std::sync::Condvar,
+    /// The session has ended: replies are no longer awaited.
+    shutdown: AtomicBool,
 }
 
 impl Shared {
@@ -167,7 +169,12 @@ impl Shared {
             let due = origin + Duration::from_nanos(s.end.max(0.0) as u64);
             let now = Instant::now();
             if due > now {
-                std::thread::sleep(due - now);
+                // In slices, so that an unmount ends the wait (the reply then goes nowhere).
+                let mut now = now;
+                while due > now && !self.shutdown.load(Ordering::Relaxed) {
+                    std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                    now = Instant::now();
+                }
             } else if now - due > Duration::from_micros(500) {
                 self.late_replies.fetch_add(1, Ordering::Relaxed);
                 self.late_ns
@@ -265,6 +272,7 @@ impl EmulatorFs {
                 io_errors: AtomicU64::new(0),
                 pending: Mutex::new(Pending::default()),
                 pending_changed: std::sync::Condvar::new(),
+                shutdown: AtomicBool::new(false),
             }),
             profile: profile.to_string(),
             size,
@@ -310,6 +318,7 @@ impl EmulatorFs {
 
     /// Waits for the requests in service, then writes out the request log.
     pub fn finish(&mut self) -> std::io::Result<()> {
+        self.shared.shutdown.store(true, Ordering::Relaxed);
         self.repliers.join();
         self.writers.join();
         self.shared
