@@ -657,9 +657,10 @@ if [ -n "$emulated" ]; then
         'BEGIN { printf "| %s | %s | %s | %.3f | %.3f | %.3f |\n", w, t, r, a / 1e9, b / 1e9, (a > 0 ? b / a : 0) }'
     done
   } >"$out/emulation-check.md"
-  if grep -q '^| [^-]' <(tail -n +6 "$out/emulation-check.md"); then
+  rows=$(grep '^| ' "$out/emulation-check.md" | tail -n +3 || true)
+  if [ -n "$rows" ]; then
     say "emulated vs replayed (replayed / measured, per run):"
-    tail -n +6 "$out/emulation-check.md" | awk -F'|' '{ printf "  %s %s run %s: %s\n", $2, $3, $4, $7 }' >&2
+    awk -F' *[|] *' '{ printf "  %s %s run %s: %s\n", $2, $3, $4, $7 }' <<<"$rows" >&2
   fi
 fi
 "$bench" report "$out" || { failures=$((failures + 1)); say "minfs-bench report failed"; }

@@ -5,7 +5,7 @@
 //! hddsim demerit MODEL REFERENCE      (each a RunReport JSON or an op-log; .gz read too)
 //! hddsim validate --profile PROFILE [--json FILE|-]
 //! hddsim emulate --profile PROFILE --backing IMAGE [--clock real|virtual] [--log FILE]
-//!                [--stats FILE] [--foreground] MOUNTPOINT
+//!                [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] MOUNTPOINT
 //! ```
 //!

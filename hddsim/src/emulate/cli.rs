@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! hddsim emulate --profile PROFILE --backing IMAGE [--clock real|virtual] [--log FILE]
-//!                [--stats FILE] [--foreground] MOUNTPOINT
+//!                [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
 //! ```
 //!
@@ -50,6 +50,11 @@ pub struct EmulateArgs {
     /// Write the final statistics (as `stats.json` in the mount) to FILE at unmount.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
+    /// Make each flush also fdatasync the backing image (the host disk's flush time then adds
+    /// to the emulated one's). Without it the data is on the image (O_DIRECT) but may sit in
+    /// the host disk's volatile cache.
+    #[arg(long)]
+    pub sync_backing: bool,
     /// Serve in this process until unmounted (Ctrl-C or SIGTERM unmounts lazily).
     #[arg(short, long)]
     pub foreground: bool,
@@ -98,6 +103,9 @@ pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), Stri
     }
     if let Some(s) = &a.stats {
         cmd.arg("--stats").arg(absolute(s)?);
+    }
+    if a.sync_backing {
+        cmd.arg("--sync-backing");
     }
     cmd.arg("--").arg(&a.mountpoint);
     match daemon::start_server(cmd).map_err(|e| format!("emulate failed: {e}"))? {
@@ -199,7 +207,7 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         None => None,
     };
     let queue = DriveQueue::new(&profile, a.clock, log).map_err(|e| format!("request log: {e}"))?;
-    let fs = EmulatorFs::with_stats_out(
+    let fs = EmulatorFs::with_options(
         backing
             .file
             .try_clone()
@@ -208,6 +216,7 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         &profile.name,
         queue,
         a.stats.clone(),
+        a.sync_backing,
     );
     let errors = fs.shutdown_errors();
     let options = [

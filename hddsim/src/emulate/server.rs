@@ -2,7 +2,8 @@
 //!
 //! - `disk`: the drive. Its size is the backing image's. Every read, write and fsync is one
 //!   request of the modelled drive ([`DriveQueue`]); its data goes to or from the backing image
-//!   with O_DIRECT (`fsync` also `fdatasync`s the image) and the reply is sent at the
+//!   with O_DIRECT (`fsync` also `fdatasync`s the image with `--sync-backing`) and the reply
+//!   is sent at the
 //!   request's modelled completion. Opens are answered with `FOPEN_DIRECT_IO`, so the kernel's
 //!   requests (a loop device's, or an application's O_DIRECT ones) reach the model as made,
 //!   up to FUSE's 1 MiB. Writes must be whole 512-byte sectors (a disk takes nothing else);
@@ -22,7 +23,8 @@
 //! keeps up on average. At most [`WRITE_BEHIND_BYTES`] wait to be written; beyond that the
 //! session waits (counted in `late_replies` when it makes replies late). A read waits for
 //! the pending writes it overlaps, then reads the backing image; a flush waits for every
-//! write that arrived before it and `fdatasync`s the image. A failed backing write fails the
+//! write that arrived before it (and `fdatasync`s the image with `--sync-backing`: off by
+//! default, since the host disk's flush time would be added to the emulated flush's). A failed backing write fails the
 //! next flush; after a failed backing write or flush every request answers `EIO` until
 //! remounted.
 
@@ -149,6 +151,8 @@ struct Shared {
     pending_changed: std::sync::Condvar,
     /// The session has ended: replies are no longer awaited.
     shutdown: AtomicBool,
+    /// A flush also `fdatasync`s the backing image.
+    sync_backing: bool,
 }
 
 impl Shared {
@@ -247,16 +251,18 @@ impl EmulatorFs {
     /// A filesystem serving `backing` (open with O_DIRECT, `size` bytes, a multiple of 512)
     /// through `queue`.
     pub fn new(backing: File, size: u64, profile: &str, queue: DriveQueue) -> EmulatorFs {
-        Self::with_stats_out(backing, size, profile, queue, None)
+        Self::with_options(backing, size, profile, queue, None, false)
     }
 
-    /// [`EmulatorFs::new`] that also writes the final statistics to `stats_out` at unmount.
-    pub fn with_stats_out(
+    /// [`EmulatorFs::new`] that also writes the final statistics to `stats_out` at unmount,
+    /// and with `sync_backing` makes each flush `fdatasync` the backing image too.
+    pub fn with_options(
         backing: File,
         size: u64,
         profile: &str,
         queue: DriveQueue,
         stats_out: Option<std::path::PathBuf>,
+        sync_backing: bool,
     ) -> EmulatorFs {
         let clock = queue.clock();
         let origin = queue.origin();
@@ -273,6 +279,7 @@ impl EmulatorFs {
                 pending: Mutex::new(Pending::default()),
                 pending_changed: std::sync::Condvar::new(),
                 shutdown: AtomicBool::new(false),
+                sync_backing,
             }),
             profile: profile.to_string(),
             size,
@@ -656,7 +663,11 @@ impl fuser::Filesystem for EmulatorFs {
         let epoch = self.write_epoch();
         self.dispatch(ReqOp::Flush, 0, 0, move |sh| {
             sh.wait_pending(epoch, 0, u64::MAX);
-            let res = sh.backing.sync_data();
+            let res = if sh.sync_backing {
+                sh.backing.sync_data()
+            } else {
+                Ok(())
+            };
             if res.is_err() {
                 sh.failed();
             }
