@@ -13,6 +13,13 @@
 #   --device DEV        use this block device instead of a loop device. Refused when it is
 #                       mounted or in use (always), or holds a filesystem or partition table
 #                       (unless --destroy-data). EVERYTHING ON IT IS DESTROYED.
+#   --device emulated[:PROFILE]
+#                       an emulated drive (default profile st1000dm003): the zero-filled image
+#                       is the backing of `hddsim emulate` (the HDD model in real time, FUSE)
+#                       and the loop device (--direct-io=on) is over the emulator's file, so
+#                       every run is timed by the modelled drive. Runs take a real drive's
+#                       time. With tracing, prints each run's modelled/measured ratio (the
+#                       replay of its trace against the emulation: about 1 when consistent)
 #   --destroy-data      allow --device to be a device that holds data
 #   --work DIR          where the default image lives (default /var/tmp/minfs-compare)
 #   --image-size SIZE   size of the default image (e.g. 8G; default: the largest capacity the
@@ -22,7 +29,8 @@
 #   --workloads LIST    comma-separated workload names (bencher-workloads/workloads/NAME.wl) or
 #                       paths (default: the six reference workloads)
 #   --targets LIST      comma-separated, from: minfs ext4 ext4-prealloc xfs xfs-prealloc raw
-#                       minfs-4k (minfs at block size 4096) minfs-fuse (Cannyls' FileNvm on
+#                       ext4-defaults (mkfs.ext4's defaults, lazy inode-table init on, no
+#                       journal) minfs-4k (minfs at block size 4096) minfs-fuse (FileNvm on
 #                       a file of a FUSE-mounted minfs: `minfs mount`) (default: all of them;
 #                       minfs-fuse is left out with a note where /dev/fuse is missing)
 #   --scale F           multiply every workload count by F (default 0.1)
@@ -34,7 +42,8 @@
 #                       (default: on when root and tracefs is available)
 #   --compress          gzip (-9n) every op-log and trace once the report is rendered (the
 #                       report reads run-K.oplog.gz as well); for committing results
-#   --bin-dir DIR       use the minfs and minfs-bench binaries in DIR instead of building release
+#   --bin-dir DIR       use the minfs, minfs-bench (and hddsim) binaries in DIR instead of
+#                       building release
 #   --out DIR           results directory (default results/<date>-<host>-<device>/)
 #   -h, --help
 #
@@ -59,7 +68,7 @@ image_size=""
 sector_size=512
 keep_image=0
 workloads="seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k"
-targets="minfs,minfs-4k,minfs-fuse,ext4,ext4-prealloc,xfs,xfs-prealloc,raw"
+targets="minfs,minfs-4k,minfs-fuse,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
 targets_given=0
 scale=0.1
 runs=3
@@ -104,8 +113,14 @@ done
   && awk -v s="$scale" 'BEGIN { exit !(s > 0) }' \
   || usage_error "--scale '$scale' is not a number greater than 0"
 [ -z "$seed" ] || [[ $seed =~ ^[0-9]+$ ]] || usage_error "--seed '$seed' is not a number"
+emulated=""
+case $device in
+  emulated) emulated=st1000dm003; device="" ;;
+  emulated:*) emulated=${device#emulated:}; device=""
+    [[ $emulated =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "--device emulated:PROFILE: bad profile name '$emulated'" ;;
+esac
 
-all_targets="minfs minfs-4k minfs-fuse ext4 ext4-prealloc xfs xfs-prealloc raw"
+all_targets="minfs minfs-4k minfs-fuse ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
 IFS=, read -r -a target_list <<<"$targets"
 [ ${#target_list[@]} -gt 0 ] || usage_error "--targets is empty"
 for t in "${target_list[@]}"; do
@@ -147,16 +162,24 @@ fi
 if [ -n "$bin_dir" ]; then
   minfs=$(cd "$bin_dir" && pwd)/minfs
   bench=$(cd "$bin_dir" && pwd)/minfs-bench
+  hddsim=$(cd "$bin_dir" && pwd)/hddsim
 else
   say "building release binaries"
-  (cd "$repo" && cargo build --release -q -p minfs -p bencher-workloads)
+  (cd "$repo" && cargo build --release -q -p minfs -p bencher-workloads -p hddsim)
   target_dir=$(cd "$repo" && cargo metadata --format-version 1 --no-deps \
     | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
   minfs=$target_dir/release/minfs
   bench=$target_dir/release/minfs-bench
+  hddsim=$target_dir/release/hddsim
 fi
 [ -x "$minfs" ] || die "no minfs binary at $minfs"
 [ -x "$bench" ] || die "no minfs-bench binary at $bench"
+if [ -n "$emulated" ]; then
+  [ -x "$hddsim" ] || die "--device emulated: no hddsim binary at $hddsim"
+  [ -e /dev/fuse ] || die "--device emulated: /dev/fuse is missing (modprobe fuse)"
+  "$hddsim" validate --profile "$emulated" >/dev/null \
+    || usage_error "--device emulated:$emulated: hddsim has no such profile (see above)"
+fi
 if [[ " ${target_list[*]} " == *" minfs-fuse "* ]]; then
   why=""
   "$minfs" mount --help >/dev/null 2>&1 || why="this minfs has no 'mount' (built without the fuse feature)"
@@ -177,6 +200,7 @@ image=""
 trace_inst=""
 tracefs_mounted=0
 fuse_mounted=0
+emu_mnt=""
 interrupted=0
 
 cleanup() {
@@ -195,6 +219,16 @@ cleanup() {
   fi
   [ "$tracefs_mounted" = 1 ] && umount /sys/kernel/tracing
   [ -n "$loop" ] && losetup -d "$loop"
+  if [ -n "$emu_mnt" ]; then
+    # The loop device may hold the emulator's file a moment after detaching: retried.
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      ! mountpoint -q "$emu_mnt" && break
+      "$hddsim" umount "$emu_mnt" >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+    mountpoint -q "$emu_mnt" && { say "emulator still busy; detaching it lazily"; umount -l "$emu_mnt"; }
+    rmdir "$emu_mnt" 2>/dev/null
+  fi
   if [ -n "$image" ] && [ "$keep_image" = 0 ]; then rm -f "$image"; fi
   if [ "$interrupted" = 1 ]; then say "interrupted; cleaned up"; exit 130; fi
   exit "$rc"
@@ -276,11 +310,19 @@ else
     $zero_cmd
   fi
   sync "$image"
-  loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $image"
+  if [ -n "$emulated" ]; then
+    emu_mnt=$(mktemp -d "$work/emulator.XXXXXX")
+    emu_cmd="hddsim emulate --profile $emulated --backing $image $emu_mnt"
+    "$hddsim" emulate --profile "$emulated" --backing "$image" "$emu_mnt" >/dev/null
+    loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $emu_mnt/disk"
+    device_label=emulated-$emulated
+  else
+    loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $image"
+    device_label=loop-$sector_size
+  fi
   loop=$($loop_cmd)
   dev=$loop
   dev_bytes=$img_bytes
-  device_label=loop-$sector_size
 fi
 devname=$(basename "$dev")
 queue=/sys/class/block/$devname/queue
@@ -320,6 +362,9 @@ fi
 hdd_profiles=()
 if [ "$trace" = on ] && "$bench" hdd-replay --help >/dev/null 2>&1; then
   hdd_profiles=(st1000dm003 st1000dm003-4kn)
+  if [ -n "$emulated" ] && [[ " ${hdd_profiles[*]} " != *" $emulated "* ]]; then
+    hdd_profiles+=("$emulated")
+  fi
 fi
 
 # ---------------------------------------------------------------- compare.json
@@ -332,7 +377,9 @@ json_list() { local first=1; printf '['; for x in "$@"; do [ $first = 1 ] || pri
   printf '  "scale": %s,\n' "$scale"
   printf '  "seed": %s,\n' "${seed:-null}"
   printf '  "block_size": %s,\n' "$block_size"
-  if [ -n "$image" ]; then
+  if [ -n "$emulated" ]; then
+    printf '  "device": "%s (loop device, direct I/O, over hddsim emulate --profile %s backed by a %d MiB zero-filled image)",\n' "$device_label" "$emulated" $((dev_bytes >> 20))
+  elif [ -n "$image" ]; then
     printf '  "device": "%s (loop device, direct I/O, over a %d MiB zero-filled image)",\n' "$device_label" $((dev_bytes >> 20))
   else
     printf '  "device": "%s",\n' "$device_label"
@@ -357,6 +404,9 @@ record() {
 }
 declare -A fs_info=()
 ext4_mkfs=(mkfs.ext4 -F -q -O ^has_journal -E lazy_itable_init=0,lazy_journal_init=0,nodiscard)
+# A typical deployment: mkfs.ext4's defaults (lazy inode-table init: ext4lazyinit zeroes the
+# inode tables in the background after mount), without the journal.
+ext4_defaults_mkfs=(mkfs.ext4 -F -q -O ^has_journal)
 xfs_mkfs=(mkfs.xfs -f -q -K)
 
 # prepare TARGET: make the device ready for TARGET; sets backend and target_bs.
@@ -390,6 +440,14 @@ prepare() {
       mount "$dev" "$mnt"
       [ -n "${fs_info[ext4]:-}" ] || fs_info[ext4]=$(tune2fs -l "$dev")
       if [ "$t" = ext4 ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
+      ;;
+    ext4-defaults)
+      record "$t" "${ext4_defaults_mkfs[@]}" "$dev"
+      "${ext4_defaults_mkfs[@]}" "$dev" >/dev/null
+      record "$t" mount "$dev" "$mnt"
+      mount "$dev" "$mnt"
+      [ -n "${fs_info[ext4-defaults]:-}" ] || fs_info[ext4-defaults]=$(tune2fs -l "$dev")
+      backend="file:$mnt/cannyls.lusf"
       ;;
     xfs|xfs-prealloc)
       record "$t" "${xfs_mkfs[@]}" "$dev"
@@ -502,7 +560,10 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| kernel | $(uname -srvm) |"
   echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) online CPUs |"
   echo "| RAM | $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |"
-  if [ -n "$image" ]; then
+  if [ -n "$emulated" ]; then
+    echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over the file of an emulated drive: \`$emu_cmd\` ($("$hddsim" --version)), profile \`$emulated\` ($("$hddsim" validate --profile "$emulated" | sed -n '1s/^hddsim validate: //p' | sed 's/|/\\|/g')), backed by a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' '), zero-filled and synced before the first run: \`$zero_cmd\`. Replies wait for the modelled completion; the emulator's statistics at the end: \`emulator-stats.json\` |"
+    echo "| loop direct I/O | $(sysval "/sys/class/block/$devname/loop/dio") |"
+  elif [ -n "$image" ]; then
     echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' ') ($(findmnt -no OPTIONS -T "$work")), zero-filled and synced before the first run: \`$zero_cmd\` |"
     host_src=$(findmnt -no SOURCE -T "$work")
     host_disk=$(lsblk -no PKNAME "$host_src" 2>/dev/null | head -1)
@@ -557,10 +618,11 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
     printf '%s' "${target_cmds[$t]:-}"
     echo '```'
   done
-  for fs in ext4 xfs minfs; do
+  for fs in ext4 ext4-defaults xfs minfs; do
     [ -n "${fs_info[$fs]:-}" ] || continue
     case $fs in
       ext4) echo; echo "## \`tune2fs -l DEV\` after mkfs.ext4" ;;
+      ext4-defaults) echo; echo "## \`tune2fs -l DEV\` after mkfs.ext4 with its defaults (ext4-defaults)" ;;
       xfs) echo; echo "## \`xfs_info MNT\` after mkfs.xfs" ;;
       minfs) echo; echo "## \`minfs info DEV\` after minfs mkfs" ;;
     esac
@@ -571,6 +633,36 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   done
 } >"$out/SETUP.md"
 
+if [ -n "$emulated" ]; then
+  cp "$emu_mnt/stats.json" "$out/emulator-stats.json"
+  # Self-consistency: each run's trace replayed through the same profile against what the
+  # emulator made of it (measured). About 1 when the emulation and the replay agree.
+  {
+    echo "# Emulated vs replayed"
+    echo
+    echo "Each run on the emulated drive (\`hddsim emulate --profile $emulated\`) against the replay of"
+    echo "its block trace through the same profile (\`minfs-bench hdd-replay\`): total operation time."
+    echo
+    echo "| workload | target | run | measured (emulated) s | replayed s | replayed / measured |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    for mj in "$out"/runs/*/*/run-*.model-"$emulated".json; do
+      [ -e "$mj" ] || continue
+      meas=$(sed -n 's/.*"measured_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | head -1)
+      mod=$(sed -n 's/.*"modelled_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | head -1)
+      [ -n "$meas" ] && [ -n "$mod" ] || continue
+      rel=${mj#"$out"/runs/}
+      IFS=/ read -r w t r <<<"$rel"
+      r=${r%%.model-*}
+      awk -v w="$w" -v t="$t" -v r="${r#run-}" -v a="$meas" -v b="$mod" \
+        'BEGIN { printf "| %s | %s | %s | %.3f | %.3f | %.3f |\n", w, t, r, a / 1e9, b / 1e9, (a > 0 ? b / a : 0) }'
+    done
+  } >"$out/emulation-check.md"
+  rows=$(grep '^| ' "$out/emulation-check.md" | tail -n +3 || true)
+  if [ -n "$rows" ]; then
+    say "emulated vs replayed (replayed / measured, per run):"
+    awk -F' *[|] *' '{ printf "  %s %s run %s: %s\n", $2, $3, $4, $7 }' <<<"$rows" >&2
+  fi
+fi
 "$bench" report "$out" || { failures=$((failures + 1)); say "minfs-bench report failed"; }
 if [ "$compress" = 1 ]; then
   find "$out/runs" -type f \( -name '*.oplog' -o -name '*.trace' \) -exec gzip -9 -n {} +

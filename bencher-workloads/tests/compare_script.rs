@@ -166,6 +166,89 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     assert_eq!(before, fs::read(out_dir.join("report.md")).unwrap());
 }
 
+/// `bin_dir()`, with the `hddsim` binary built there too.
+fn bin_dir_with_hddsim() -> PathBuf {
+    let dir = bin_dir();
+    if !dir.join("hddsim").exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "hddsim", "--bin", "hddsim"])
+            .env("CARGO_TARGET_DIR", dir.parent().unwrap())
+            .current_dir(repo())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the hddsim binary failed");
+    }
+    dir
+}
+
+#[test]
+fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
+    require_loop!();
+    if !Path::new("/dev/fuse").exists() {
+        if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+            panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
+        }
+        testutil::print_skip(module_path!(), "/dev/fuse is missing");
+        return;
+    }
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let work = scratch.path().join("work");
+    let out_dir = scratch.path().join("out");
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/compare.sh"))
+        .arg("--bin-dir")
+        .arg(bin_dir_with_hddsim())
+        .args(["--device", "emulated", "--workloads", "seq-256k"])
+        .args([
+            "--targets",
+            "raw,ext4-defaults",
+            "--scale",
+            "0.001",
+            "--runs",
+            "1",
+        ])
+        .arg("--work")
+        .arg(&work)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let left = leftovers(work.to_str().unwrap());
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
+    assert!(
+        rest.is_empty(),
+        "image or mount point not removed: {rest:?}"
+    );
+
+    let setup = fs::read_to_string(out_dir.join("SETUP.md")).unwrap();
+    assert!(
+        setup.contains("hddsim emulate --profile st1000dm003") && setup.contains("hddsim 0."),
+        "SETUP.md does not name the emulator: {setup}"
+    );
+    let defaults = setup.split("### ext4-defaults").nth(1).unwrap();
+    let mkfs = defaults
+        .lines()
+        .find(|l| l.starts_with("mkfs.ext4"))
+        .unwrap();
+    assert_eq!(mkfs, "mkfs.ext4 -F -q -O ^has_journal DEV");
+    let stats: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("emulator-stats.json")).unwrap())
+            .unwrap();
+    assert!(stats["requests"]["writes"].as_u64().unwrap() > 0, "{stats}");
+    let compare: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("compare.json")).unwrap()).unwrap();
+    if compare["trace"] == true {
+        let check = fs::read_to_string(out_dir.join("emulation-check.md")).unwrap();
+        assert!(
+            check.contains("| seq-256k | raw | 1 |")
+                && check.contains("| seq-256k | ext4-defaults | 1 |"),
+            "{check}"
+        );
+    }
+}
+
 fn head(dev: &Path) -> Vec<u8> {
     let mut buf = vec![0; 1 << 20];
     fs::File::open(dev).unwrap().read_exact(&mut buf).unwrap();

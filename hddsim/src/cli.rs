@@ -4,6 +4,9 @@
 //! hddsim replay --profile PROFILE [--json FILE|-] [--oplog-out FILE] [--dev MAJOR,MINOR] TRACE OPLOG
 //! hddsim demerit MODEL REFERENCE      (each a RunReport JSON or an op-log; .gz read too)
 //! hddsim validate --profile PROFILE [--json FILE|-]
+//! hddsim emulate --profile PROFILE --backing IMAGE [--clock real|virtual] [--log FILE]
+//!                [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
+//! hddsim umount [--lazy] MOUNTPOINT
 //! ```
 //!
 //! Exit codes: 0 success; 1 an input could not be read or used (the message names the file,
@@ -64,6 +67,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+    /// Serve a drive file through FUSE with the model's timing (a loop device over it is an
+    /// emulated disk).
+    Emulate(crate::emulate::cli::EmulateArgs),
+    /// Unmount an emulator; returns once it has exited and released its backing image.
+    Umount(crate::emulate::cli::UmountArgs),
     /// Synthetic request streams against the drive's published figures.
     Validate {
         /// The drive profile.
@@ -294,6 +302,8 @@ pub fn execute(cli: &Cli, out: &mut dyn Write) -> Result<(), String> {
             json,
         } => demerit_cmd(model, reference, json.as_deref(), out),
         Command::Validate { profile, json } => validate_cmd(profile, json.as_deref(), out),
+        Command::Emulate(a) => crate::emulate::cli::emulate(a, out),
+        Command::Umount(a) => crate::emulate::cli::umount(a, out),
     };
     r?;
     out.flush().map_err(|e| e.to_string())

@@ -16,7 +16,8 @@
 //! - [`replay`]: the closed-loop replay of a trace and the charging of operations;
 //! - [`summary`]: [`model_run`], the whole job: replay, charge, and the figures of the run;
 //! - [`demerit`]: DiskSim's demerit figure between two response-time distributions;
-//! - [`validate`]: synthetic traces against the drive's published figures.
+//! - [`validate`]: synthetic traces against the drive's published figures;
+//! - [`emulate`]: the drive in real time behind a FUSE file (`hddsim emulate`).
 //!
 //! ```no_run
 //! let profile = hddsim::profile::load("st1000dm003")?;
@@ -33,6 +34,7 @@
 mod cache;
 pub mod cli;
 pub mod demerit;
+pub mod emulate;
 pub mod model;
 pub mod profile;
 pub mod replay;

@@ -82,7 +82,7 @@ pub fn run(cmd: &mut Command) -> io::Result<String> {
 pub struct LoopDevice {
     dev: PathBuf,
     image: PathBuf,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl LoopDevice {
@@ -96,15 +96,22 @@ impl LoopDevice {
         let f = std::fs::File::create(&image)?;
         f.set_len(size)?;
         drop(f);
+        let mut dev = LoopDevice::over(&image, sector_size)?;
+        dev._dir = Some(dir);
+        Ok(dev)
+    }
+
+    /// Attaches a loop device (`--direct-io=on`, the given logical sector size) over an
+    /// existing file, which stays when the device is detached.
+    pub fn over(image: &Path, sector_size: u32) -> io::Result<LoopDevice> {
         let out = run(Command::new("losetup")
             .args(["--find", "--show", "--direct-io=on", "--sector-size"])
             .arg(sector_size.to_string())
-            .arg(&image))?;
-        let dev = PathBuf::from(out.trim());
+            .arg(image))?;
         Ok(LoopDevice {
-            dev,
-            image,
-            _dir: dir,
+            dev: PathBuf::from(out.trim()),
+            image: image.to_path_buf(),
+            _dir: None,
         })
     }
 
@@ -113,7 +120,7 @@ impl LoopDevice {
         &self.dev
     }
 
-    /// The backing image.
+    /// The backing file.
     pub fn image(&self) -> &Path {
         &self.image
     }

@@ -5,16 +5,15 @@
 //! reports the mount established, exiting 0 only then; a server that fails before that has
 //! its error printed and the command exits 1.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsRawFd;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 
-use anyhow::{bail, Context};
-use nix::sys::signal::{SigSet, Signal};
+use anyhow::Context;
 
 use super::EXIT_FAILURE;
-use crate::fuse::{mounts, MountConfig, Server};
+use crate::fuse::daemon::{self, Started};
+use crate::fuse::{MountConfig, Server, FSTYPE};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -81,70 +80,31 @@ fn start_server(a: &Args) -> anyhow::Result<ExitCode> {
         cmd.arg("-o").arg(o);
     }
     cmd.arg("--").arg(&a.target).arg(&a.mountpoint);
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("mount failed: cannot start the server process")?;
-    let mut line = String::new();
-    let read = BufReader::new(child.stdout.take().expect("piped"))
-        .read_line(&mut line)
-        .context("mount failed: reading the server's report")?;
-    if let Some(pid) = line.trim().strip_prefix("ready ") {
-        println!(
-            "{}: mounted {} (server pid {pid})",
-            a.mountpoint.display(),
-            a.target.display()
-        );
-        return Ok(ExitCode::SUCCESS);
+    match daemon::start_server(cmd).context("mount failed")? {
+        Started::Ready(pid) => {
+            println!(
+                "{}: mounted {} (server pid {pid})",
+                a.mountpoint.display(),
+                a.target.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Started::Failed(err) => {
+            // The server's own message ("minfs: mount failed: ...").
+            let _ = std::io::stdout().flush();
+            eprint!("{err}");
+            Ok(ExitCode::from(EXIT_FAILURE))
+        }
     }
-    let status = child
-        .wait()
-        .context("mount failed: waiting for the server")?;
-    let mut err = String::new();
-    let _ = child.stderr.take().expect("piped").read_to_string(&mut err);
-    if err.trim().is_empty() {
-        bail!(
-            "mount failed: the server exited with {status} before mounting{}",
-            if read > 0 {
-                format!(" (it said {:?})", line.trim())
-            } else {
-                String::new()
-            }
-        );
-    }
-    // The server's own message ("minfs: mount failed: ...").
-    let _ = std::io::stdout().flush();
-    eprint!("{err}");
-    Ok(ExitCode::from(EXIT_FAILURE))
 }
 
 /// Mounts and serves in this process until the filesystem is unmounted.
 fn serve(a: &Args, cfg: &MountConfig) -> anyhow::Result<ExitCode> {
-    if a.daemon_child {
-        // Out of the caller's session and process group: no SIGINT or SIGHUP from its terminal.
-        let _ = nix::unistd::setsid();
-        close_inherited_fds();
-    }
-    // Block the signals that end the server before any thread exists, so that only the
-    // waiting thread below receives them.
-    let mut signals = SigSet::empty();
-    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        signals.add(s);
-    }
-    signals
-        .thread_block()
-        .context("mount failed: blocking signals")?;
+    let signals = daemon::prepare_server(a.daemon_child).context("mount failed")?;
     let server = Server::mount(&a.target, &a.mountpoint, cfg).context("mount failed")?;
     let mp = server.mountpoint().to_path_buf();
     if a.daemon_child {
-        println!("ready {}", std::process::id());
-        std::io::stdout()
-            .flush()
-            .context("mount failed: reporting readiness")?;
-        detach_stdio().context("mount failed: detaching from the terminal")?;
-        let _ = nix::unistd::chdir("/");
+        daemon::report_ready().context("mount failed")?;
     } else {
         println!(
             "{}: mounted {}; serving in the foreground until it is unmounted \
@@ -154,43 +114,7 @@ fn serve(a: &Args, cfg: &MountConfig) -> anyhow::Result<ExitCode> {
             mp.display()
         );
     }
-    let wait_mp = mp.clone();
-    std::thread::spawn(move || {
-        // Each signal detaches the mount; the session ends once its open files are closed.
-        while signals.wait().is_ok() {
-            let _ = mounts::unmount(&wait_mp, true);
-        }
-    });
+    daemon::unmount_on_signal(signals, &mp, FSTYPE);
     server.run().context("minfs mount")?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Closes every descriptor above stderr that the process starting `minfs mount` left open
-/// without close-on-exec (a shell's or a test harness's pipes): a long-lived server must not
-/// keep them open.
-fn close_inherited_fds() {
-    let fds: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
-        Ok(dir) => dir
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .filter(|&fd| fd > 2)
-            .collect(),
-        Err(_) => return,
-    };
-    // The directory's own descriptor is among them and already closed: EBADF, ignored.
-    for fd in fds {
-        let _ = nix::unistd::close(fd);
-    }
-}
-
-/// Points stdin, stdout and stderr at /dev/null (the process that started us has gone).
-fn detach_stdio() -> std::io::Result<()> {
-    let null = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")?;
-    for fd in 0..=2 {
-        nix::unistd::dup2(null.as_raw_fd(), fd)?;
-    }
-    Ok(())
 }

@@ -27,6 +27,7 @@
 //! | errors | one mapping, [`errno`]. After a failed write, flush or commit the filesystem is poisoned: every operation but the root's `getattr` answers `EIO` until it is unmounted and mounted again |
 //! | unmount | the server flushes the device, releases the target and exits |
 
+pub mod daemon;
 mod errno;
 pub mod mounts;
 mod server;

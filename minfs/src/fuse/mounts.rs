@@ -146,6 +146,16 @@ pub fn exited(pid: u32) -> bool {
 /// `lazy` detaches it even while files are open (MNT_DETACH, `-z`). Returns the server
 /// processes found before unmounting, for the caller to wait on.
 pub fn unmount(mountpoint: &Path, lazy: bool) -> Result<(MountEntry, Vec<u32>), FuseError> {
+    unmount_typed(mountpoint, lazy, FSTYPE)
+}
+
+/// [`unmount`] for a mount of type `fstype` (e.g. `fuse.hddsim`): anything else mounted at
+/// `mountpoint` is refused.
+pub fn unmount_typed(
+    mountpoint: &Path,
+    lazy: bool,
+    fstype: &str,
+) -> Result<(MountEntry, Vec<u32>), FuseError> {
     let mp = absolute(mountpoint).map_err(|e| {
         FuseError(format!(
             "{}: cannot resolve the mount point: {e}",
@@ -156,9 +166,10 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> Result<(MountEntry, Vec<u32>), 
     let entry = mount_at(&mp)
         .map_err(|e| FuseError(format!("reading /proc/self/mountinfo: {e}")))?
         .ok_or_else(|| FuseError(format!("{shown}: not mounted")))?;
-    if entry.fstype != FSTYPE {
+    if entry.fstype != fstype {
+        let kind = fstype.strip_prefix("fuse.").unwrap_or(fstype);
         return Err(FuseError(format!(
-            "{shown}: not a minfs mount ({} {}); use umount(8) for it",
+            "{shown}: not a {kind} mount ({} {}); use umount(8) for it",
             entry.fstype, entry.source
         )));
     }

@@ -1,0 +1,284 @@
+//! `hddsim emulate` and `hddsim umount`.
+//!
+//! ```text
+//! hddsim emulate --profile PROFILE --backing IMAGE [--clock real|virtual] [--log FILE]
+//!                [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
+//! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
+//! ```
+//!
+//! Without `--foreground` the server runs in the background and `emulate` returns once the
+//! mount exists (exit 0 only then), like `minfs mount` (the same helpers,
+//! `minfs::fuse::daemon`). `umount` returns once the server has exited, so the backing image
+//! is free again.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use fuser::MountOption;
+use minfs::fuse::daemon::{self, Started};
+use minfs::fuse::mounts;
+use minfs::AlignedBuf;
+use nix::fcntl::{Flock, FlockArg};
+
+use super::server::EmulatorFs;
+use super::{Clock, DriveQueue};
+use crate::profile;
+
+/// The type of an emulator's mount in `/proc/self/mountinfo`.
+pub const FSTYPE: &str = "fuse.hddsim";
+
+/// `hddsim emulate`'s arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EmulateArgs {
+    /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`, …).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: String,
+    /// The image holding the drive's data (its size is the drive's; a multiple of 512 bytes,
+    /// at most the profile's capacity). Held exclusively (flock) while the emulator runs.
+    #[arg(long, value_name = "IMAGE")]
+    pub backing: PathBuf,
+    /// `real`: replies wait for their modelled completion. `virtual`: replies are immediate
+    /// and each request starts when the previous one completed (deterministic, for tests).
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: Clock,
+    /// Write one line per request (op, sectors, modelled arrival/start/end) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Write the final statistics (as `stats.json` in the mount) to FILE at unmount.
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+    /// Make each flush also fdatasync the backing image (the host disk's flush time then adds
+    /// to the emulated one's). Without it the data is on the image (O_DIRECT) but may sit in
+    /// the host disk's volatile cache.
+    #[arg(long)]
+    pub sync_backing: bool,
+    /// Serve in this process until unmounted (Ctrl-C or SIGTERM unmounts lazily).
+    #[arg(short, long)]
+    pub foreground: bool,
+    /// The server started by `hddsim emulate` itself: reports "ready PID" once mounted.
+    #[arg(long, hide = true)]
+    pub daemon_child: bool,
+    /// An existing directory: the mount shows `disk` (the drive) and `stats.json` there.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+}
+
+/// `hddsim umount`'s arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UmountArgs {
+    /// Detach now even with files open; the server exits once they are closed (not waited for).
+    #[arg(short, long)]
+    pub lazy: bool,
+    /// Seconds to wait for the server to exit.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Where an emulator is mounted.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+}
+
+/// Runs `hddsim emulate`; the message of an error is for stderr.
+pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    if a.foreground || a.daemon_child {
+        return serve(a, out);
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the hddsim executable to start the server: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["emulate", "--daemon-child", "--profile", &a.profile]);
+    cmd.arg("--backing").arg(&a.backing);
+    cmd.args([
+        "--clock",
+        if a.clock == Clock::Real {
+            "real"
+        } else {
+            "virtual"
+        },
+    ]);
+    if let Some(l) = &a.log {
+        cmd.arg("--log").arg(absolute(l)?);
+    }
+    if let Some(s) = &a.stats {
+        cmd.arg("--stats").arg(absolute(s)?);
+    }
+    if a.sync_backing {
+        cmd.arg("--sync-backing");
+    }
+    cmd.arg("--").arg(&a.mountpoint);
+    match daemon::start_server(cmd).map_err(|e| format!("emulate failed: {e}"))? {
+        Started::Ready(pid) => writeln!(
+            out,
+            "{}: emulating {} on {} (server pid {pid})",
+            a.mountpoint.display(),
+            a.profile,
+            a.backing.display()
+        )
+        .map_err(|e| e.to_string()),
+        // The server's own message, without its "hddsim: error: " prefix.
+        Started::Failed(err) => Err(err
+            .trim_end()
+            .trim_start_matches("hddsim: error: ")
+            .to_string()),
+    }
+}
+
+fn absolute(p: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// The backing image, open with O_DIRECT and held exclusively.
+struct Backing {
+    file: File,
+    _lock: Flock<File>,
+    size: u64,
+    path: PathBuf,
+}
+
+fn open_backing(path: &Path, capacity: u64) -> Result<Backing, String> {
+    let shown = path.display();
+    let path = path
+        .canonicalize()
+        .map_err(|e| format!("{shown}: cannot open the backing image: {e}"))?;
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: the backing image must be a regular file"));
+    }
+    let size = meta.len();
+    if size == 0 || size % 512 != 0 || size > capacity {
+        return Err(format!(
+            "{shown}: the backing image's size {size} must be a non-zero multiple of 512 bytes \
+             and at most the profile's capacity {capacity}"
+        ));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .map_err(|e| format!("{shown}: cannot open the backing image with O_DIRECT: {e}"))?;
+    let dup = file.try_clone().map_err(|e| format!("{shown}: {e}"))?;
+    let lock = Flock::lock(dup, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+        if e == nix::errno::Errno::EWOULDBLOCK {
+            format!(
+                "{shown}: busy: another process holds the backing image (flock); is an \
+                 emulator already serving it?"
+            )
+        } else {
+            format!("{shown}: flock: {e}")
+        }
+    })?;
+    let mut probe = AlignedBuf::zeroed(512, 4096);
+    file.read_exact_at(&mut probe, 0).map_err(|e| {
+        format!("{shown}: a 512-byte O_DIRECT read of the backing image failed: {e}")
+    })?;
+    Ok(Backing {
+        file,
+        _lock: lock,
+        size,
+        path,
+    })
+}
+
+fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let signals = daemon::prepare_server(a.daemon_child).map_err(|e| e.to_string())?;
+    let profile = profile::load(&a.profile).map_err(|e| e.to_string())?;
+    let mp =
+        mounts::absolute(&a.mountpoint).map_err(|e| format!("{}: {e}", a.mountpoint.display()))?;
+    match std::fs::metadata(&mp) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{}: not a directory", mp.display())),
+        Err(e) => return Err(format!("{}: mount point: {e}", mp.display())),
+    }
+    if let Some(m) = mounts::mount_at(&mp).map_err(|e| format!("/proc/self/mountinfo: {e}"))? {
+        if m.fstype == FSTYPE {
+            return Err(format!(
+                "{}: already an emulator's mount (of {}); unmount it first",
+                mp.display(),
+                m.source
+            ));
+        }
+    }
+    let backing = open_backing(&a.backing, profile.capacity_bytes)?;
+    let log = match &a.log {
+        Some(p) => Some(File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => None,
+    };
+    let queue = DriveQueue::new(&profile, a.clock, log).map_err(|e| format!("request log: {e}"))?;
+    let fs = EmulatorFs::with_options(
+        backing
+            .file
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", backing.path.display()))?,
+        backing.size,
+        &profile.name,
+        queue,
+        a.stats.clone(),
+        a.sync_backing,
+    );
+    let errors = fs.shutdown_errors();
+    let options = [
+        MountOption::FSName(backing.path.display().to_string()),
+        MountOption::CUSTOM("subtype=hddsim".into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+        MountOption::RW,
+    ];
+    let mut session = fuser::Session::new(fs, &mp, &options)
+        .map_err(|e| format!("{}: cannot mount: {e}", mp.display()))?;
+    if a.daemon_child {
+        daemon::report_ready().map_err(|e| e.to_string())?;
+    } else {
+        writeln!(
+            out,
+            "{}: emulating {} on {} ({} bytes, clock {:?}); serving in the foreground until \
+             it is unmounted (`hddsim umount {}`, or Ctrl-C)",
+            mp.display(),
+            profile.name,
+            backing.path.display(),
+            backing.size,
+            a.clock,
+            mp.display()
+        )
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    }
+    daemon::unmount_on_signal(signals, &mp, FSTYPE);
+    let served = session.run();
+    // Ends the session: destroy() waits for the requests in service and writes the log.
+    drop(session);
+    drop(backing);
+    served.map_err(|e| format!("{}: serving failed: {e}", mp.display()))?;
+    let errors = errors.lock().unwrap_or_else(|e| e.into_inner()).join("; ");
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Runs `hddsim umount`.
+pub fn umount(a: &UmountArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let (entry, pids) = mounts::unmount_typed(&a.mountpoint, a.lazy, FSTYPE)
+        .map_err(|e| format!("umount failed: {e}"))?;
+    let mp = entry.mountpoint.display();
+    if a.lazy {
+        return writeln!(
+            out,
+            "{mp}: detached; the emulator releases {} once the files open on it are closed",
+            entry.source
+        )
+        .map_err(|e| e.to_string());
+    }
+    if !mounts::wait_exited(&pids, Duration::from_secs(a.timeout)) {
+        return Err(format!(
+            "umount failed: {mp}: unmounted, but the emulator has not exited after {} s; {} \
+             stays held until it does",
+            a.timeout, entry.source
+        ));
+    }
+    writeln!(out, "{mp}: unmounted; {} released", entry.source).map_err(|e| e.to_string())
+}

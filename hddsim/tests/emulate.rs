@@ -1,0 +1,389 @@
+//! `hddsim emulate` for real: a FUSE mount, a loop device (`--direct-io=on`) over its drive
+//! file, mkfs/mount/fsck on it, data surviving a remount, a flush draining the modelled
+//! cache, and the virtual clock's service times against the model and the replay. Needs root
+//! and /dev/fuse: skipped with a printed reason otherwise (a failure with
+//! MINFS_REQUIRE_LOOP=1). No timing assertions: the times compared are modelled ones.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hddsim::emulate::{parse_log, LogLine};
+use hddsim::model::{Drive, DriveRequest};
+use hddsim::trace::{Request, Rwbs, Trace};
+use hddsim::ReqOp;
+use minfs::AlignedBuf;
+use testutil::{print_skip, require_loop, run, LoopDevice, Mount, XorShift};
+
+/// Skips (returns) when FUSE is unavailable, after the loop-device checks.
+macro_rules! require_fuse {
+    () => {
+        require_loop!();
+        if !Path::new("/dev/fuse").exists() {
+            if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+                panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
+            }
+            print_skip(module_path!(), "/dev/fuse is missing");
+            return;
+        }
+    };
+}
+
+fn hddsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hddsim"))
+}
+
+/// A scratch directory with a zero-filled backing image.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new(size: u64) -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("hddsim-emulate-")
+            .tempdir_in(testutil::scratch_dir())
+            .unwrap();
+        File::create(dir.path().join("backing.img"))
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        Scratch { dir }
+    }
+
+    fn backing(&self) -> PathBuf {
+        self.dir.path().join("backing.img")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// A running emulator mounted on the scratch directory's `mnt`; dropping it unmounts
+/// (`hddsim umount`, which waits for the server to exit).
+struct Emulator {
+    mp: PathBuf,
+}
+
+impl Emulator {
+    fn start(s: &Scratch, extra: &[&str]) -> Emulator {
+        let mp = s.path("mnt");
+        std::fs::create_dir_all(&mp).unwrap();
+        run(hddsim()
+            .args(["emulate", "--profile", "st1000dm003", "--backing"])
+            .arg(s.backing())
+            .args(extra)
+            .arg(&mp))
+        .unwrap();
+        Emulator { mp }
+    }
+
+    fn disk(&self) -> PathBuf {
+        self.mp.join("disk")
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.mp.join("stats.json")).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        // A loop device just detached can keep the file open for a moment (EBUSY): retried.
+        testutil::retry_args(
+            env!("CARGO_BIN_EXE_hddsim"),
+            &["umount".as_ref(), self.mp.as_os_str()],
+        );
+    }
+}
+
+/// Nothing of this test stays mounted or attached.
+fn assert_released(s: &Scratch) {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let dir = s.dir.path().display().to_string();
+    assert!(
+        !mounts.lines().any(|l| l.contains(&dir)),
+        "still mounted: {mounts}"
+    );
+    let loops = run(Command::new("losetup").arg("-a")).unwrap();
+    assert!(!loops.contains(&dir), "still attached: {loops}");
+    // The backing image is free again: flock succeeds.
+    let f = File::open(s.backing()).unwrap();
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .expect("the backing image is still held");
+}
+
+fn direct(path: &Path) -> File {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap()
+}
+
+fn pattern(len: usize, seed: u64) -> AlignedBuf {
+    let mut buf = AlignedBuf::zeroed(len, 4096);
+    let mut rng = XorShift(seed);
+    for c in buf.chunks_mut(8) {
+        c.copy_from_slice(&rng.next().to_le_bytes()[..c.len()]);
+    }
+    buf
+}
+
+#[test]
+fn data_written_through_the_loop_device_reads_back_after_remount() {
+    require_fuse!();
+    let s = Scratch::new(64 << 20);
+    let data = pattern(4 << 20, 7);
+    let at = 3 << 20;
+    {
+        let emu = Emulator::start(&s, &[]);
+        let dev = LoopDevice::over(&emu.disk(), 512).unwrap();
+        let f = direct(dev.path());
+        f.write_all_at(&data, at).unwrap();
+        f.sync_all().unwrap();
+        let st = emu.stats();
+        assert!(st["requests"]["writes"].as_u64().unwrap() >= 4, "{st}");
+        assert_eq!(st["io_errors"], 0);
+    }
+    assert_released(&s);
+    // On the backing image, where the loop device put it.
+    let mut back = vec![0u8; data.len()];
+    File::open(s.backing())
+        .unwrap()
+        .read_exact_at(&mut back, at)
+        .unwrap();
+    assert!(back[..] == data[..], "the backing image differs");
+    {
+        let emu = Emulator::start(&s, &["--clock", "virtual"]);
+        let dev = LoopDevice::over(&emu.disk(), 512).unwrap();
+        let mut got = AlignedBuf::zeroed(data.len(), 4096);
+        direct(dev.path()).read_exact_at(&mut got, at).unwrap();
+        assert!(got[..] == data[..], "read back differs after remount");
+    }
+    assert_released(&s);
+}
+
+#[test]
+fn fsync_drains_the_modelled_cache() {
+    require_fuse!();
+    let s = Scratch::new(16 << 20);
+    {
+        let emu = Emulator::start(&s, &["--clock", "virtual"]);
+        let f = direct(&emu.disk());
+        for i in 0..8u64 {
+            f.write_all_at(&pattern(64 << 10, i), i * (1 << 20))
+                .unwrap();
+        }
+        // Written behind: a read right after a write returns the written data.
+        let mut got = AlignedBuf::zeroed(64 << 10, 4096);
+        for i in 0..8u64 {
+            f.read_exact_at(&mut got, i * (1 << 20)).unwrap();
+            assert!(
+                got[..] == pattern(64 << 10, i)[..],
+                "write {i} read back differs"
+            );
+        }
+        let before = emu.stats();
+        assert!(before["dirty_sectors"].as_u64().unwrap() > 0, "{before}");
+        f.sync_data().unwrap();
+        let after = emu.stats();
+        assert_eq!(after["dirty_sectors"], 0, "{after}");
+        assert_eq!(after["requests"]["flushes"], 1, "{after}");
+        assert!(after["drive"]["flushes_with_dirty_data"].as_u64().unwrap() >= 1);
+    }
+    assert_released(&s);
+}
+
+#[test]
+fn ext4_and_xfs_mkfs_mount_and_fsck_clean() {
+    require_fuse!();
+    for (fs, mkfs) in [
+        (
+            "ext4",
+            testutil::mkfs_ext4 as fn(&Path) -> std::io::Result<()>,
+        ),
+        ("xfs", testutil::mkfs_xfs),
+    ] {
+        let Some(_) = testutil::which(&format!("mkfs.{fs}")) else {
+            print_skip(module_path!(), &format!("mkfs.{fs} is not installed"));
+            continue;
+        };
+        let s = Scratch::new(512 << 20);
+        {
+            let emu = Emulator::start(&s, &["--clock", "virtual"]);
+            let dev = LoopDevice::over(&emu.disk(), 512).unwrap();
+            mkfs(dev.path()).unwrap();
+            {
+                let m = Mount::new(dev.path()).unwrap();
+                std::fs::write(m.path().join("f"), &pattern(1 << 20, 3)[..]).unwrap();
+                run(&mut Command::new("sync")).unwrap();
+            }
+            let check = match fs {
+                "ext4" => run(Command::new("e2fsck").args(["-f", "-n"]).arg(dev.path())),
+                _ => run(Command::new("xfs_repair").arg("-n").arg(dev.path())),
+            };
+            check.unwrap_or_else(|e| panic!("{fs}: fsck on the emulated disk: {e}"));
+            let st = emu.stats();
+            assert!(
+                st["requests"]["flushes"].as_u64().unwrap() >= 1,
+                "{fs}: {st}"
+            );
+        }
+        assert_released(&s);
+    }
+}
+
+/// The trace the requests of a virtual-clock log make: issued when the previous one ended
+/// and completed at their modelled end, both rounded down to the ns (the replay then starts
+/// each one when the previous one ended, as the virtual clock does).
+fn as_trace(log: &[LogLine]) -> Trace {
+    let requests = log
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let rwbs = match l.op {
+                ReqOp::Read => "R",
+                ReqOp::Write => "W",
+                _ => "FF",
+            };
+            Request {
+                line: i + 1,
+                rwbs: Rwbs::parse(rwbs).unwrap(),
+                rwbs_text: rwbs.into(),
+                sector: l.sector,
+                sectors: l.sectors,
+                issue_ns: l.times.arrival.floor() as u64,
+                complete_ns: l.times.end.floor() as u64,
+                error: 0,
+                comm: "test".into(),
+            }
+        })
+        .collect();
+    Trace {
+        dev: (7, 0),
+        requests,
+        unmatched_issues: 0,
+        unmatched_completions: 0,
+        unmatched_empty_completions: 0,
+        errors: 0,
+    }
+}
+
+#[test]
+fn virtual_clock_service_times_equal_the_models() {
+    require_fuse!();
+    let s = Scratch::new(256 << 20);
+    let log = s.path("requests.log");
+    // A fixed request sequence: (op, offset, length), sent one at a time with O_DIRECT.
+    let mut rng = XorShift(42);
+    let mut seq: Vec<(ReqOp, u64, u64)> = Vec::new();
+    for i in 0..120u64 {
+        let op = match i % 4 {
+            0 | 1 => ReqOp::Write,
+            2 => ReqOp::Read,
+            _ => ReqOp::Read,
+        };
+        let len = [4096u64, 65536, 1 << 20][(rng.next() % 3) as usize];
+        let off = rng.next() % ((256 << 20) - len) / 4096 * 4096;
+        seq.push((op, off, len));
+        if i % 30 == 29 {
+            seq.push((ReqOp::Flush, 0, 0));
+        }
+    }
+    {
+        let emu = Emulator::start(&s, &["--clock", "virtual", "--log", log.to_str().unwrap()]);
+        let f = direct(&emu.disk());
+        let mut buf = AlignedBuf::zeroed(1 << 20, 4096);
+        for &(op, off, len) in &seq {
+            match op {
+                ReqOp::Write => f.write_all_at(&buf[..len as usize], off).unwrap(),
+                ReqOp::Read => f.read_exact_at(&mut buf[..len as usize], off).unwrap(),
+                _ => f.sync_data().unwrap(),
+            }
+        }
+    }
+    assert_released(&s);
+    let lines = parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    // FUSE passed each request through whole: the model saw exactly what was sent.
+    let seen: Vec<(ReqOp, u64, u64)> = lines
+        .iter()
+        .map(|l| (l.op, l.sector * 512, l.sectors * 512))
+        .collect();
+    assert_eq!(seen, seq);
+    // The model, one request at a time, each starting when the previous one ended.
+    let profile = hddsim::profile::load("st1000dm003").unwrap();
+    let mut drive = Drive::new(&profile);
+    let mut t = 0.0;
+    for l in &lines {
+        let end = drive.submit(
+            &DriveRequest {
+                op: l.op,
+                sector: l.sector,
+                sectors: l.sectors,
+                preflush: false,
+                fua: false,
+                queued: false,
+            },
+            t,
+        );
+        assert_eq!(
+            (l.times.start, l.times.end),
+            (t, end),
+            "request {}",
+            l.times.seq
+        );
+        t = end;
+    }
+    // hddsim's replay of the same requests as a trace: the same service times (to the ns
+    // the trace's integer times allow).
+    let replayed = hddsim::replay::replay(&as_trace(&lines), &profile).unwrap();
+    for (l, r) in lines.iter().zip(&replayed.requests) {
+        let (a, b) = (l.times.service_ns(), r.end - r.start);
+        assert!(
+            (a - b).abs() <= 2.0,
+            "request {}: emulated {a} ns, replayed {b} ns",
+            l.times.seq
+        );
+    }
+}
+
+#[test]
+fn a_busy_backing_image_and_bad_sizes_are_refused() {
+    require_fuse!();
+    let s = Scratch::new(8 << 20);
+    {
+        let _emu = Emulator::start(&s, &["--clock", "virtual"]);
+        let mp = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+        let out = hddsim()
+            .args(["emulate", "--profile", "st1000dm003", "--backing"])
+            .arg(s.backing())
+            .arg(mp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("busy") && err.contains("backing.img"), "{err}");
+    }
+    assert_released(&s);
+    File::options()
+        .write(true)
+        .open(s.backing())
+        .unwrap()
+        .set_len((8 << 20) + 100)
+        .unwrap();
+    let mp = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let out = hddsim()
+        .args(["emulate", "--profile", "st1000dm003", "--backing"])
+        .arg(s.backing())
+        .arg(mp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("8388708"), "{err}");
+}
