@@ -288,8 +288,11 @@ impl Filesystem {
         let st = self.inner.lock();
         let id = st.sb.slot.other();
         let buf = self.encode(&st.sb, &entries(&st), id)?;
-        self.inner
-            .write(&buf, id.offset(), &format_args!("healing {id} from {}", st.sb.slot))?;
+        self.inner.write(
+            &buf,
+            id.offset(),
+            &format_args!("healing {id} from {}", st.sb.slot),
+        )?;
         self.inner.flush()
     }
 

@@ -42,6 +42,7 @@ use std::time::Instant;
 
 use crash_common::*;
 use minfs::device::fault::{Fate, FaultDevice, MediaState, OpKind};
+use minfs::format::SLOT_SIZE;
 use minfs::Filesystem;
 
 /// Variants checked per crash point of the sweep (all of them when there are fewer).
@@ -55,6 +56,21 @@ const MIN_IMAGES: u64 = 10_000;
 
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+}
+
+/// Whether crash point `k` (the first `k` operations done) lies between a commit's two slot
+/// writes: the first slot written and flushed, the copy into the other slot not yet begun.
+fn between_slot_writes(trace: &[minfs::device::fault::TraceEntry], k: usize) -> bool {
+    let slot_write = |i: usize| {
+        let e = &trace[i];
+        (e.kind == OpKind::Write && e.len == SLOT_SIZE && e.offset % SLOT_SIZE == 0)
+            .then_some(e.offset)
+            .filter(|&o| o < 2 * SLOT_SIZE)
+    };
+    k >= 2
+        && k < trace.len()
+        && trace[k - 1].kind == OpKind::Flush
+        && matches!((slot_write(k - 2), slot_write(k)), (Some(a), Some(b)) if a != b)
 }
 
 /// Checks one image under `catch_unwind`, adding to `tally` and `failures`.
@@ -277,6 +293,8 @@ fn crash_sweep() {
     let mut points = 0;
     let mut details = Vec::new();
     let mut bad_tally = bad_sectors::BadSectorTally::default();
+    // Crash points between a commit's two slot writes (issue 17).
+    let mut between = 0;
     for geometry in [REFERENCE, REFERENCE_4KN] {
         let t0 = Instant::now();
         let mut runner = Runner::new(geometry);
@@ -288,6 +306,9 @@ fn crash_sweep() {
             log.ops()
         );
         let (tally, f) = sweep(&log);
+        between += (0..=log.ops() as usize)
+            .filter(|&k| between_slot_writes(&log.trace, k))
+            .count();
         let (bad, bad_f) = bad_sectors::sweep(&log, threads());
         bad_tally.merge(&bad);
         failures.extend(bad_f);
@@ -337,13 +358,14 @@ fn crash_sweep() {
     report(
         "crash_sweep",
         &format!(
-            "crash points: {}, crash images: {}, torn variants: {}, random crash images: {}, \
+            "crash points: {} ({} between a commit's two slot writes), crash images: {}, torn variants: {}, random crash images: {}, \
              crashes during recovery: {}, data sectors checked: {}, reopen failures: {}, \
              fsck errors: {}, lost files: {}, lost data: {}, overlaps: {}, panics: {}, \
              bad-sector images: {} (after {} commits; each slot sector flipped or unreadable), \
              lost commits: {}, bad-sector open failures: {}, unreported: {}, unhealed: {}, \
              read-only writes: {}, bad-sector panics: {}",
             points,
+            between,
             all.images,
             all.torn,
             random_tally.images - random_tally.recovery_crashes,
@@ -365,8 +387,14 @@ fn crash_sweep() {
             bad_tally.panics
         ),
     );
-    assert_eq!(bad_tally.failures(), 0, "bad-sector failures: {:?}", failures.first());
+    assert_eq!(
+        bad_tally.failures(),
+        0,
+        "bad-sector failures: {:?}",
+        failures.first()
+    );
     assert!(bad_tally.images > 0);
+    assert!(between > 0, "no crash point between two slot writes");
     assert_eq!(
         all.failures(),
         0,

@@ -126,10 +126,7 @@ fn golden_image() -> Vec<u8> {
 fn golden_text() -> String {
     let bytes = golden_image();
     let mut out = String::new();
-    for (i, row) in bytes
-        .chunks(32)
-        .enumerate()
-    {
+    for (i, row) in bytes.chunks(32).enumerate() {
         if row.iter().any(|&b| b != 0) {
             let hex: String = row.iter().map(|b| format!("{b:02x}")).collect();
             out.push_str(&format!("{:06x}: {hex}\n", i * 32));
@@ -166,7 +163,10 @@ fn golden_image_has_the_last_commit_in_both_slots() {
         superblock::field::CRC,
     ];
     let differing: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-    assert!(!differing.is_empty(), "the slots must carry their own index");
+    assert!(
+        !differing.is_empty(),
+        "the slots must carry their own index"
+    );
     for i in differing {
         assert!(
             allowed.iter().any(|r| r.contains(&i)),

@@ -888,13 +888,7 @@ fn garbage(base: &Base, n: u64) -> Tally {
             }
             Ok(Ok(fs)) => {
                 t.add("garbage accepted");
-                judge_io(
-                    t,
-                    &case,
-                    &o.log,
-                    Writes::Inactive,
-                    Some(chosen(&fs).0),
-                );
+                judge_io(t, &case, &o.log, Writes::Inactive, Some(chosen(&fs).0));
                 if let Some(why) = inconsistency(&fs, DEV_LEN) {
                     t.fail("wrong data", format!("{case}: accepted {why}"));
                 }

@@ -121,7 +121,12 @@ pub fn committed_states(log: &RunLog) -> Vec<(MediaState, Vec<FileStat>)> {
             at += 1;
         }
         assert!(media.pending().is_empty(), "a commit ends with a flush");
-        let files = r.after.as_ref().expect("a filesystem after a commit").files.clone();
+        let files = r
+            .after
+            .as_ref()
+            .expect("a filesystem after a commit")
+            .files
+            .clone();
         out.push((media.clone(), files));
     }
     out
@@ -156,9 +161,10 @@ fn check_one(
     };
     // fsck -n reports the hit slot.
     match fsck::check_device(&ro, "bad-sector") {
-        Ok(r) if r.problems.iter().any(
-            |p| matches!(p, Problem::SlotInvalid { slot: s, .. } if *s == slot),
-        ) => {}
+        Ok(r)
+            if r.problems
+                .iter()
+                .any(|p| matches!(p, Problem::SlotInvalid { slot: s, .. } if *s == slot)) => {}
         Ok(r) => {
             t.unreported += 1;
             why.push(format!("fsck -n: {:?}", r.problems));
