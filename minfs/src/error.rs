@@ -96,6 +96,14 @@ pub enum Corruption {
     DuplicateName { name: String },
     #[error("filesystem size {total_bytes} exceeds the target's size of {device_len} bytes")]
     BeyondDevice { total_bytes: u64, device_len: u64 },
+    /// The slot could not be read (a latent sector error, EIO): treated like a bad checksum.
+    #[error("unreadable: reading {len} bytes at byte {offset} failed: {error}")]
+    Unreadable {
+        offset: u64,
+        len: u64,
+        /// The device's error, as text (`io::Error` is not `Clone`).
+        error: String,
+    },
 }
 
 /// Errors of the minfs library.

@@ -3,8 +3,12 @@
 //! # Commit protocol (no journal)
 //! Every change of the file table is one *commit*: flush the device (so data and extent writes
 //! made before are durable first), write the complete new metadata into the **inactive** slot
-//! with generation + 1, flush again. Open reads both slots and uses the valid one with the
-//! highest generation, so a crash at any point leaves either the old or the new state.
+//! with generation + 1, flush (the change is now durable), then write the same state — same
+//! generation, the other slot's own index, offset and checksums — into the other slot, and
+//! flush again: a completed commit lives in both slots, so one bad sector in either cannot lose
+//! it. Open reads both slots and uses the valid one with the highest generation, so a crash at
+//! any point leaves either the old or the new state; a read-write open copies that state into
+//! the other slot when it is older, invalid, unreadable or foreign.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +40,9 @@ pub(crate) struct Inner {
     pub(crate) target: String,
     /// Time stamp for commits instead of the clock (golden-image tests).
     fixed_time: Option<u64>,
+    /// Commits write the inactive slot only, as before issue 17 (the commit benchmark's
+    /// baseline; never set otherwise).
+    single_slot_commits: AtomicBool,
     poisoned: AtomicBool,
     state: Mutex<State>,
 }
@@ -139,38 +146,47 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Reads both slots. I/O errors are returned; decoding problems are per slot.
-pub(crate) fn read_slots(
-    dev: &dyn BlockDevice,
-    target: &str,
-) -> Result<[std::result::Result<Slot, Corruption>; 2]> {
+/// What decoding a slot gave: the slot, or why it is not valid (an unreadable slot is
+/// [`Corruption::Unreadable`]).
+pub(crate) type SlotResult = std::result::Result<Slot, Corruption>;
+
+/// Reads both slots. A read error (e.g. a latent sector error) makes that slot invalid, like a
+/// bad checksum: it is never fatal while the other slot is good. `NotMinfs` when the target is
+/// too small for both slots, or when both are readable and neither has the magic.
+pub(crate) fn read_slots(dev: &dyn BlockDevice, target: &str) -> Result<[SlotResult; 2]> {
     if dev.len() < SLOT_OFFSETS[1] + SLOT_SIZE {
         return Err(Error::NotMinfs {
             target: target.to_string(),
         });
     }
-    let mut out = Vec::with_capacity(2);
-    let mut magic = [false; 2];
-    for id in SlotId::BOTH {
-        let mut buf = AlignedBuf::zeroed(SLOT_SIZE as usize, 4096);
-        dev.read_at(&mut buf, id.offset())
-            .map_err(|e| Error::io(target, format!("reading {id} at byte {}", id.offset()), e))?;
-        magic[id.index()] = Superblock::has_magic(&buf);
-        let decoded = slot::decode(&buf, id, dev.len());
-        out.push(decoded);
-    }
-    if !magic[0] && !magic[1] {
+    let mut buf = AlignedBuf::zeroed(SLOT_SIZE as usize, 4096);
+    // Whether the slot may hold minfs: it has the magic, or it could not be read.
+    let mut maybe_minfs = [false; 2];
+    let [a, b] = SlotId::BOTH.map(|id| match dev.read_at(&mut buf, id.offset()) {
+        Err(e) => {
+            maybe_minfs[id.index()] = true;
+            Err(Corruption::Unreadable {
+                offset: id.offset(),
+                len: SLOT_SIZE,
+                error: e.to_string(),
+            })
+        }
+        Ok(()) => {
+            maybe_minfs[id.index()] = Superblock::has_magic(&buf);
+            slot::decode(&buf, id, dev.len())
+        }
+    });
+    if !maybe_minfs[0] && !maybe_minfs[1] {
         return Err(Error::NotMinfs {
             target: target.to_string(),
         });
     }
-    let b = out.pop().expect("two slots");
-    let a = out.pop().expect("two slots");
     Ok([a, b])
 }
 
-/// The slot open uses: the valid one with the highest generation (A on a tie).
-pub(crate) fn choose_active(slots: &[std::result::Result<Slot, Corruption>; 2]) -> Option<SlotId> {
+/// The slot open uses: the valid one with the highest generation (A on a tie: after a
+/// completed commit both slots hold the same state).
+pub(crate) fn choose_active(slots: &[SlotResult; 2]) -> Option<SlotId> {
     match (&slots[0], &slots[1]) {
         (Ok(a), Ok(b)) => Some(if b.sb.generation > a.sb.generation {
             SlotId::B
@@ -183,6 +199,16 @@ pub(crate) fn choose_active(slots: &[std::result::Result<Slot, Corruption>; 2]) 
     }
 }
 
+/// Whether two valid slots hold the same committed state: everything but the slot's own
+/// index (and with it its offset and checksums) equal.
+pub(crate) fn same_state(a: &Slot, b: &Slot) -> bool {
+    a.files == b.files
+        && Superblock {
+            slot: a.sb.slot,
+            ..b.sb.clone()
+        } == a.sb
+}
+
 impl Filesystem {
     /// Opens the minfs filesystem on `path` (image file or block device).
     pub fn open(path: &Path, mode: OpenMode) -> Result<Filesystem> {
@@ -190,8 +216,11 @@ impl Filesystem {
         Filesystem::open_device(Arc::new(dev), path.display().to_string())
     }
 
-    /// Opens the filesystem on `dev`. When the device is writable and the inactive slot is
-    /// invalid (e.g. an update was interrupted by a crash) it is rewritten from the active one.
+    /// Opens the filesystem on `dev`, in the state of the valid slot with the highest
+    /// generation. When the device is writable and the other slot does not hold that same
+    /// state (a commit interrupted between its two slot writes, a torn write, an unreadable
+    /// sector, damage, another filesystem's slot) that state is copied into it, with the same
+    /// generation (one write and one flush). A read-only open never writes.
     pub fn open_device(dev: Arc<dyn BlockDevice>, target: impl Into<String>) -> Result<Filesystem> {
         let target = target.into();
         check_device_geometry(dev.as_ref(), &target)?;
@@ -205,7 +234,7 @@ impl Filesystem {
             });
         };
         let other_ok = match (&slots[active.index()], &slots[active.other().index()]) {
-            (Ok(act), Ok(oth)) => oth.sb.uuid == act.sb.uuid,
+            (Ok(act), Ok(oth)) => same_state(act, oth),
             _ => false,
         };
         let chosen = std::mem::replace(
@@ -237,6 +266,7 @@ impl Filesystem {
                 dev,
                 target,
                 fixed_time: None,
+                single_slot_commits: AtomicBool::new(false),
                 poisoned: AtomicBool::new(false),
                 state: Mutex::new(State {
                     sb: chosen.sb,
@@ -246,9 +276,24 @@ impl Filesystem {
             }),
         };
         if !other_ok && !fs.inner.dev.is_read_only() {
-            fs.rewrite_metadata(1)?;
+            fs.heal_other_slot()?;
         }
         Ok(fs)
+    }
+
+    /// Copies the current state, generation included, into the slot open did not choose: one
+    /// write and one flush. The copy decodes to the same state (only the slot's own index,
+    /// offset and checksums differ), so equal generations always mean equal contents.
+    fn heal_other_slot(&self) -> Result<()> {
+        let st = self.inner.lock();
+        let id = st.sb.slot.other();
+        let buf = self.encode(&st.sb, &entries(&st), id)?;
+        self.inner.write(
+            &buf,
+            id.offset(),
+            &format_args!("healing {id} from {}", st.sb.slot),
+        )?;
+        self.inner.flush()
     }
 
     /// The superblock `format` would write on a device of `dev_len` bytes with these sector
@@ -324,9 +369,9 @@ impl Filesystem {
         })
     }
 
-    /// Formats `dev`: zeroes the reserved area (both slots included), writes slot A
-    /// (generation 1) and slot B (generation 2), flushing after each. Refuses a device holding a
-    /// known signature unless `opts.force`.
+    /// Formats `dev`: zeroes the reserved area (both slots included), then makes one commit:
+    /// generation 1, the empty file table, in slot B and then slot A, flushing before and after
+    /// each. Refuses a device holding a known signature unless `opts.force`.
     pub fn format(
         dev: Arc<dyn BlockDevice>,
         target: impl Into<String>,
@@ -360,11 +405,11 @@ impl Filesystem {
                 dev,
                 target,
                 fixed_time: opts.time,
+                single_slot_commits: AtomicBool::new(false),
                 poisoned: AtomicBool::new(false),
                 state: Mutex::new(State {
                     sb: Superblock {
                         generation: 0,
-                        slot: SlotId::B,
                         ..sb
                     },
                     files: BTreeMap::new(),
@@ -372,7 +417,7 @@ impl Filesystem {
                 }),
             }),
         };
-        fs.rewrite_metadata(2)?;
+        fs.rewrite_metadata(1)?;
         Ok(fs)
     }
 
@@ -630,8 +675,8 @@ impl Filesystem {
         self.inner.flush()
     }
 
-    /// Rewrites the current metadata `times` times (each a full commit to the inactive slot),
-    /// recomputing the free-block count. `fsck -y` uses 2 so both slots end valid and equal.
+    /// Rewrites the current metadata `times` times, each a full commit (both slots, generation
+    /// + 1), recomputing the free-block count. `fsck -y` uses it after open has healed the slots.
     pub fn rewrite_metadata(&self, times: usize) -> Result<()> {
         let mut st = self.inner.lock();
         for _ in 0..times {
@@ -642,7 +687,30 @@ impl Filesystem {
         Ok(())
     }
 
-    /// One commit: flush, write the inactive slot with generation + 1, flush.
+    /// Makes commits write the inactive slot only (the protocol before issue 17: one slot
+    /// write and two flushes per commit). Only for the commit benchmark's baseline: a commit
+    /// then lives in one slot until the next read-write open copies it.
+    #[doc(hidden)]
+    pub fn set_single_slot_commits_for_bench(&self, on: bool) {
+        self.inner.single_slot_commits.store(on, Ordering::Relaxed);
+    }
+
+    /// Encodes slot `id` holding `sb` and `files`.
+    fn encode(&self, sb: &Superblock, files: &[FileEntry], id: SlotId) -> Result<AlignedBuf> {
+        slot::encode(sb, files, id).map_err(|needed| Error::FileTableFull {
+            target: self.inner.target.clone(),
+            files: files.len(),
+            extents: files.iter().map(|f| f.extents.len()).sum(),
+            needed,
+            capacity: file_table::PAYLOAD_CAPACITY,
+            max_extents: file_table::MAX_EXTENTS,
+        })
+    }
+
+    /// One commit: flush; write the inactive slot with generation + 1; flush (the change is
+    /// durable from here on); write the same state into the other slot; flush. Both slots then
+    /// hold it, and the active slot stays the one open chose. If the last write or flush fails
+    /// the error is returned (and the filesystem poisoned) although the change is durable.
     fn commit(
         &self,
         st: &mut MutexGuard<'_, State>,
@@ -656,29 +724,35 @@ impl Filesystem {
             });
         }
         files.sort_by(|a, b| a.name.cmp(&b.name));
-        let id = st.sb.slot.other();
+        let active = st.sb.slot;
+        let first = active.other();
         let sb = Superblock {
-            slot: id,
             generation: st.sb.generation + 1,
             free_blocks: alloc.free_blocks(),
             updated: inner.fixed_time.unwrap_or_else(now),
+            file_count: files.len() as u32,
             ..st.sb.clone()
         };
-        let buf = slot::encode(&sb, &files, id).map_err(|needed| Error::FileTableFull {
-            target: inner.target.clone(),
-            files: files.len(),
-            extents: files.iter().map(|f| f.extents.len()).sum(),
-            needed,
-            capacity: file_table::PAYLOAD_CAPACITY,
-            max_extents: file_table::MAX_EXTENTS,
-        })?;
+        let buf = self.encode(&sb, &files, first)?;
         inner.flush()?;
-        inner.write(&buf, id.offset(), &format_args!("writing {id}"))?;
+        inner.write(&buf, first.offset(), &format_args!("writing {first}"))?;
         inner.flush()?;
-        st.sb = Superblock {
-            file_count: files.len() as u32,
-            ..sb
+        let slot = if inner.single_slot_commits.load(Ordering::Relaxed) {
+            first
+        } else {
+            let buf = self.encode(&sb, &files, active)?;
+            inner.write(
+                &buf,
+                active.offset(),
+                &format_args!(
+                    "writing {active}, the copy of generation {} (durable in {first})",
+                    sb.generation
+                ),
+            )?;
+            inner.flush()?;
+            active
         };
+        st.sb = Superblock { slot, ..sb };
         st.alloc = alloc;
         Ok(())
     }

@@ -1,11 +1,14 @@
 //! Checking and repairing a minfs target.
 //!
-//! Checks: both slots decode (magic, checksums, version, geometry, every extent inside the data
-//! area, no two extents sharing a block, allocation matching each size), both slots belong to the
-//! same filesystem (UUID) with distinct generations, and the recorded free-block count agrees
-//! with the extents (block count less the blocks they hold). The overlap and free-count checks
-//! sort the extents: O(E log E), whatever the device size. Repair rewrites both slots from the
-//! newest valid one.
+//! Checks: both slots can be read and decode (magic, checksums, version, geometry, every extent
+//! inside the data area, no two extents sharing a block, allocation matching each size), both
+//! slots belong to the same filesystem (UUID) and hold the same committed state (a completed
+//! commit is written to both: a slot with an older generation is left by a commit interrupted
+//! between its two slot writes; equal generations with different contents cannot come from
+//! minfs's own writes), and the recorded free-block count agrees with the extents (block count
+//! less the blocks they hold). The overlap and free-count checks sort the extents: O(E log E),
+//! whatever the device size. Repair copies the newest valid slot into the other one (what a
+//! read-write open does), then commits once if anything else is still wrong.
 
 use std::fmt;
 use std::path::Path;
@@ -13,7 +16,7 @@ use std::sync::Arc;
 
 use crate::device::{BlockDevice, FileDevice, OpenMode};
 use crate::error::{Corruption, Result, SlotId};
-use crate::fs::{choose_active, read_slots, Filesystem};
+use crate::fs::{choose_active, read_slots, same_state, Filesystem};
 
 /// One thing fsck found wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +35,16 @@ pub enum Problem {
         uuid: String,
         active_uuid: String,
     },
-    /// Both slots carry the same generation.
-    SameGeneration { generation: u64 },
+    /// The slot holds an older commit than the other (a commit interrupted between its two
+    /// slot writes, or a slot written by a minfs older than issue 17).
+    StaleSlot {
+        slot: SlotId,
+        generation: u64,
+        newest: u64,
+    },
+    /// Both slots carry the same generation with different contents (never written by minfs;
+    /// open uses slot A).
+    ConflictingSlots { generation: u64 },
     /// The superblock's free-block count disagrees with the extents: `counted` is the block
     /// count less the blocks the files' extents hold.
     FreeCountMismatch {
@@ -65,9 +76,18 @@ impl fmt::Display for Problem {
                 f,
                 "{slot} belongs to filesystem {uuid}, the active slot to {active_uuid}"
             ),
-            Problem::SameGeneration { generation } => {
-                write!(f, "both slots carry generation {generation}")
-            }
+            Problem::StaleSlot {
+                slot,
+                generation,
+                newest,
+            } => write!(
+                f,
+                "{slot} holds generation {generation}, older than the other slot's {newest}: the last commit is in one slot only"
+            ),
+            Problem::ConflictingSlots { generation } => write!(
+                f,
+                "both slots carry generation {generation} but hold different contents (open uses slot A)"
+            ),
             Problem::FreeCountMismatch {
                 slot,
                 recorded,
@@ -148,8 +168,14 @@ pub fn check_device(dev: &dyn BlockDevice, target: &str) -> Result<Report> {
                 uuid: uuid(other.sb.uuid),
                 active_uuid: uuid(act.sb.uuid),
             });
-        } else if other.sb.generation == act.sb.generation {
-            problems.push(Problem::SameGeneration {
+        } else if other.sb.generation < act.sb.generation {
+            problems.push(Problem::StaleSlot {
+                slot: active.other(),
+                generation: other.sb.generation,
+                newest: act.sb.generation,
+            });
+        } else if !same_state(act, other) {
+            problems.push(Problem::ConflictingSlots {
                 generation: act.sb.generation,
             });
         }
@@ -170,17 +196,21 @@ pub fn check(path: &Path) -> Result<Report> {
     check_device(&dev, &path.display().to_string())
 }
 
-/// Checks and repairs: when anything is wrong and a valid slot exists, both slots are rewritten
-/// from it. Returns the reports before and after.
+/// Checks and repairs: when anything is wrong and a valid slot exists, the newest valid slot
+/// is copied into the other one (a read-write open does that); if a problem remains (a wrong
+/// free-block count), one commit rewrites both slots. Returns the reports before and after.
 pub fn repair_device(dev: Arc<dyn BlockDevice>, target: &str) -> Result<(Report, Report)> {
     let before = check_device(dev.as_ref(), target)?;
     if before.is_clean() || before.active.is_none() {
         return Ok((before.clone(), before));
     }
     let fs = Filesystem::open_device(dev.clone(), target)?;
-    fs.rewrite_metadata(2)?;
+    let mut after = check_device(dev.as_ref(), target)?;
+    if !after.is_clean() {
+        fs.rewrite_metadata(1)?;
+        after = check_device(dev.as_ref(), target)?;
+    }
     drop(fs);
-    let after = check_device(dev.as_ref(), target)?;
     Ok((before, after))
 }
 

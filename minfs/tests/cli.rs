@@ -4,7 +4,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{cat, corrupt_slots_and_check, json, minfs};
+use common::{cat, corrupt_slots_and_check, json, minfs, one_commit_survives_either_slot_hit};
 use predicates::prelude::*;
 
 struct Scratch {
@@ -380,4 +380,12 @@ fn corrupted_slot_is_survived_and_repaired_on_an_image() {
         .assert()
         .success();
     corrupt_slots_and_check(&img);
+}
+
+/// Issue 17: the only commit after mkfs (one file) survives 64 random bytes over the start of
+/// either slot of a 256 MiB image.
+#[test]
+fn one_commit_survives_garbage_over_either_slot_on_an_image() {
+    let s = Scratch::new();
+    one_commit_survives_either_slot_hit(&s.path("d.img"), &["-s", "256M"]);
 }

@@ -1,7 +1,7 @@
 //! Reliability suite 1: crash images of minfs (issue 6).
 //!
 //! The reference workload (`crash_common::reference_workload`: mkfs, creates, grows,
-//! removes, data writes, flushes, reopens; about 200 device operations) runs once on a
+//! removes, data writes, flushes, reopens; about 300 device operations) runs once on a
 //! [`FaultDevice`] that logs every operation, on a 512e device (512-byte logical, 4 KiB physical
 //! sectors) and on a 4Kn one. Then, for a crash after **every** device operation (crash point k
 //! = the first k operations done), the media state is rebuilt from the log and every variant of
@@ -16,7 +16,12 @@
 //! `MINFS_CRASH_SEEDS=N` sets how many (default [`DEFAULT_SEEDS`]). Every second one is crashed
 //! again while being recovered (the open that rewrites the interrupted slot).
 //!
-//! Each image must: open (`Filesystem::open_device`); pass `fsck` (before open at most the
+//! Then bad-sector images (issue 17, `crash_common::bad_sectors`): after every commit of the
+//! reference workload (both geometries), each logical sector of each slot in turn flipped or
+//! made unreadable; the last commit must open (read-only, writing nothing), `fsck -n` report
+//! the slot, `fsck -y` heal it, and `fsck -n` then be clean.
+//!
+//! Each crash image must: open (`Filesystem::open_device`); pass `fsck` (before open at most the
 //! inactive slot invalid, after open clean); list exactly the files of the state after the
 //! last step that returned before the crash, or of the step in flight (size and extents: an
 //! interrupted create/grow/remove is atomic); have no two extents sharing a block; hold in
@@ -25,7 +30,8 @@
 //! promise, not by what reached the device, so a flush that does not flush is caught); and take
 //! a new commit. Every check runs under `catch_unwind`. The last line printed is the
 //! counts (`crash points: N, crash images: N, torn variants: N, ..., reopen failures: 0, fsck
-//! errors: 0, lost files: 0, lost data: 0, overlaps: 0, panics: 0`), also left in
+//! errors: 0, lost files: 0, lost data: 0, overlaps: 0, panics: 0, bad-sector images: N ...,
+//! lost commits: 0, ...`), also left in
 //! `$CARGO_TARGET_TMPDIR/reliability-crash_sweep.txt` for `scripts/test.sh` to show in CI's log.
 
 mod crash_common;
@@ -36,6 +42,7 @@ use std::time::Instant;
 
 use crash_common::*;
 use minfs::device::fault::{Fate, FaultDevice, MediaState, OpKind};
+use minfs::format::SLOT_SIZE;
 use minfs::Filesystem;
 
 /// Variants checked per crash point of the sweep (all of them when there are fewer).
@@ -49,6 +56,21 @@ const MIN_IMAGES: u64 = 10_000;
 
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+}
+
+/// Whether crash point `k` (the first `k` operations done) lies between a commit's two slot
+/// writes: the first slot written and flushed, the copy into the other slot not yet begun.
+fn between_slot_writes(trace: &[minfs::device::fault::TraceEntry], k: usize) -> bool {
+    let slot_write = |i: usize| {
+        let e = &trace[i];
+        (e.kind == OpKind::Write && e.len == SLOT_SIZE && e.offset % SLOT_SIZE == 0)
+            .then_some(e.offset)
+            .filter(|&o| o < 2 * SLOT_SIZE)
+    };
+    k >= 2
+        && k < trace.len()
+        && trace[k - 1].kind == OpKind::Flush
+        && matches!((slot_write(k - 2), slot_write(k)), (Some(a), Some(b)) if a != b)
 }
 
 /// Checks one image under `catch_unwind`, adding to `tally` and `failures`.
@@ -270,17 +292,26 @@ fn crash_sweep() {
     let mut failures = Vec::new();
     let mut points = 0;
     let mut details = Vec::new();
+    let mut bad_tally = bad_sectors::BadSectorTally::default();
+    // Crash points between a commit's two slot writes (issue 17).
+    let mut between = 0;
     for geometry in [REFERENCE, REFERENCE_4KN] {
         let t0 = Instant::now();
         let mut runner = Runner::new(geometry);
         runner.run_all(&reference_workload());
         let log = runner.finish();
         assert!(
-            (180..=260).contains(&log.ops()),
-            "the reference workload should be about 200 device operations, it is {}",
+            (260..=340).contains(&log.ops()),
+            "the reference workload should be about 300 device operations (2 slot writes and 3 flushes per commit), it is {}",
             log.ops()
         );
         let (tally, f) = sweep(&log);
+        between += (0..=log.ops() as usize)
+            .filter(|&k| between_slot_writes(&log.trace, k))
+            .count();
+        let (bad, bad_f) = bad_sectors::sweep(&log, threads());
+        bad_tally.merge(&bad);
+        failures.extend(bad_f);
         if !f.is_empty() {
             // What each step did on the device, to read the failures against.
             for r in &log.records {
@@ -327,10 +358,14 @@ fn crash_sweep() {
     report(
         "crash_sweep",
         &format!(
-            "crash points: {}, crash images: {}, torn variants: {}, random crash images: {}, \
+            "crash points: {} ({} between a commit's two slot writes), crash images: {}, torn variants: {}, random crash images: {}, \
              crashes during recovery: {}, data sectors checked: {}, reopen failures: {}, \
-             fsck errors: {}, lost files: {}, lost data: {}, overlaps: {}, panics: {}",
+             fsck errors: {}, lost files: {}, lost data: {}, overlaps: {}, panics: {}, \
+             bad-sector images: {} (after {} commits; each slot sector flipped or unreadable), \
+             lost commits: {}, bad-sector open failures: {}, unreported: {}, unhealed: {}, \
+             read-only writes: {}, bad-sector panics: {}",
             points,
+            between,
             all.images,
             all.torn,
             random_tally.images - random_tally.recovery_crashes,
@@ -341,9 +376,25 @@ fn crash_sweep() {
             all.lost_files,
             all.lost_data,
             all.overlaps,
-            all.panics
+            all.panics,
+            bad_tally.images,
+            bad_tally.commits,
+            bad_tally.lost_commits,
+            bad_tally.open_failures,
+            bad_tally.unreported,
+            bad_tally.unhealed,
+            bad_tally.read_only_writes,
+            bad_tally.panics
         ),
     );
+    assert_eq!(
+        bad_tally.failures(),
+        0,
+        "bad-sector failures: {:?}",
+        failures.first()
+    );
+    assert!(bad_tally.images > 0);
+    assert!(between > 0, "no crash point between two slot writes");
     assert_eq!(
         all.failures(),
         0,

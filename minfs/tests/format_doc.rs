@@ -147,9 +147,9 @@ fn file_table_header_matches_the_code() {
     check_fields("## File table", file_table::LAYOUT);
 }
 
-/// A small filesystem with fixed UUID and time, as text: one line per non-zero 32-byte row of
-/// the metadata area (both slots).
-fn golden_text() -> String {
+/// A small filesystem with fixed UUID and time: mkfs and five commits, the metadata area (both
+/// slots).
+fn golden_image() -> Vec<u8> {
     let dev = Arc::new(MemDevice::new(4 << 20, 512, 4096));
     let opts = FormatOptions {
         label: "golden".into(),
@@ -163,12 +163,14 @@ fn golden_text() -> String {
     fs.grow("cannyls.lusf", 200_000).unwrap();
     fs.remove("b").unwrap();
     fs.create("c", 1).unwrap();
-    let bytes = dev.snapshot();
+    dev.snapshot()[..2 * format::SLOT_SIZE as usize].to_vec()
+}
+
+/// The golden image as text: one line per non-zero 32-byte row of the metadata area.
+fn golden_text() -> String {
+    let bytes = golden_image();
     let mut out = String::new();
-    for (i, row) in bytes[..2 * format::SLOT_SIZE as usize]
-        .chunks(32)
-        .enumerate()
-    {
+    for (i, row) in bytes.chunks(32).enumerate() {
         if row.iter().any(|&b| b != 0) {
             let hex: String = row.iter().map(|b| format!("{b:02x}")).collect();
             out.push_str(&format!("{:06x}: {hex}\n", i * 32));
@@ -190,4 +192,80 @@ fn golden_image_is_unchanged() {
         now == want,
         "the on-disk format changed: bump FORMAT_VERSION, update FORMAT.md's version log, and bless a new golden file"
     );
+}
+
+/// "A completed commit lives in both slots": the golden image's two slots hold the same state
+/// and differ only in the slot's own index, its offset and the superblock CRC (the file table,
+/// generation included, is byte-identical).
+#[test]
+fn golden_image_has_the_last_commit_in_both_slots() {
+    let bytes = golden_image();
+    let (a, b) = bytes.split_at(format::SLOT_SIZE as usize);
+    let allowed = [
+        superblock::field::SLOT,
+        superblock::field::SLOT_OFFSET,
+        superblock::field::CRC,
+    ];
+    let differing: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+    assert!(
+        !differing.is_empty(),
+        "the slots must carry their own index"
+    );
+    for i in differing {
+        assert!(
+            allowed.iter().any(|r| r.contains(&i)),
+            "slots A and B differ at byte {i}, outside the slot index, offset and CRC"
+        );
+    }
+    let len = 4 << 20;
+    let sa = format::slot::decode(a, minfs::SlotId::A, len).unwrap();
+    let sb = format::slot::decode(b, minfs::SlotId::B, len).unwrap();
+    assert_eq!(sa.sb.generation, 6, "mkfs (generation 1) and five commits");
+    assert_eq!(sb.sb.generation, sa.sb.generation);
+    assert_eq!(sa.files, sb.files);
+}
+
+/// The device operations of mkfs and of one commit, counted on a [`FaultDevice`], are what
+/// FORMAT.md's commit protocol says.
+#[test]
+fn commit_io_counts_match_the_doc() {
+    use minfs::device::fault::{FaultDevice, OpCounts};
+    let dev = Arc::new(FaultDevice::new(8 << 20, 512, 4096));
+    let delta = |before: OpCounts| {
+        let now = dev.counts();
+        (
+            now.reads - before.reads,
+            now.writes - before.writes,
+            now.flushes - before.flushes,
+        )
+    };
+    let c0 = dev.counts();
+    let fs = Filesystem::format(dev.clone(), "count", &FormatOptions::default()).unwrap();
+    let mkfs = delta(c0);
+    let mut per_commit = Vec::new();
+    for op in 0..3 {
+        let c = dev.counts();
+        match op {
+            0 => drop(fs.create("f", 4096).unwrap()),
+            1 => drop(fs.grow("f", 3 * 4096).unwrap()),
+            _ => fs.remove("f").unwrap(),
+        }
+        per_commit.push(delta(c));
+    }
+    // (reads, writes, flushes)
+    assert_eq!(per_commit, vec![(0, 2, 3); 3], "create, grow, remove");
+    // mkfs: the signature probe's reads, the zeroing write, then one commit.
+    assert_eq!((mkfs.1, mkfs.2), (3, 3), "mkfs writes and flushes");
+    let doc = doc();
+    for sentence in [
+        "a commit is 2 slot writes and 3 flushes",
+        "mkfs is 3 writes and 3 flushes",
+    ] {
+        assert!(doc.contains(sentence), "FORMAT.md should say {sentence:?}");
+    }
+    // A read-write open of a healthy target writes nothing; one slot stale: one write, one flush.
+    drop(fs);
+    let c = dev.counts();
+    drop(Filesystem::open_device(dev.clone(), "count").unwrap());
+    assert_eq!(delta(c), (2, 0, 0), "open of a healthy target");
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use minfs::{
     AlignedBuf, BlockDevice, Error, FileHandle, Filesystem, FormatOptions, MemDevice, OpenMode,
+    SlotId,
 };
 
 /// Records every request, and can be told to fail writes or flushes.
@@ -349,4 +350,109 @@ fn read_write_open_heals_an_invalid_inactive_slot() {
     assert!(minfs::fsck::check_device(dev.as_ref(), "mem")
         .unwrap()
         .is_clean());
+}
+
+/// Issue 17: an unreadable sector in either slot is a bad slot, not a fatal open error; both
+/// unreadable is `NoValidSlot` naming both slots' read errors.
+#[test]
+fn unreadable_slots_open_through_the_other_one_and_both_are_named() {
+    use minfs::device::fault::FaultDevice;
+    let dev = Arc::new(FaultDevice::new(8 << 20, 512, 4096));
+    let fs = Filesystem::format(dev.clone(), "mem", &FormatOptions::default()).unwrap();
+    fs.create("a", 4096).unwrap();
+    drop(fs);
+    for slot in SlotId::BOTH {
+        dev.make_unreadable(slot.offset() + 4096 + 512, 512);
+        let fs = Filesystem::open_device(dev.clone(), "mem").unwrap();
+        assert_eq!(fs.list().len(), 1, "{slot} unreadable");
+        drop(fs);
+        // The read-write open rewrote the slot: readable and clean again.
+        assert!(dev.unreadable_sectors().is_empty(), "{slot} not healed");
+        assert!(minfs::fsck::check_device(dev.as_ref(), "mem")
+            .unwrap()
+            .is_clean());
+    }
+    dev.make_unreadable(SlotId::A.offset(), 512);
+    dev.make_unreadable(SlotId::B.offset() + 65024, 512);
+    let err = Filesystem::open_device(dev.clone(), "mem").unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::NoValidSlot { .. }), "{msg}");
+    for want in [
+        "slot A: unreadable: reading 65536 bytes at byte 0 failed",
+        "sector at byte 0 is unreadable",
+        "slot B: unreadable: reading 65536 bytes at byte 65536 failed",
+        "sector at byte 130560 is unreadable",
+    ] {
+        assert!(msg.contains(want), "{msg:?} lacks {want:?}");
+    }
+}
+
+/// Issue 17: equal generations with different contents are never written by minfs; fsck
+/// reports them (and `-y` keeps slot A's, the one open uses).
+#[test]
+fn equal_generations_with_different_contents_are_reported() {
+    use minfs::format::{slot, SLOT_SIZE};
+    let dev = Arc::new(MemDevice::new(8 << 20, 512, 4096));
+    let fs = Filesystem::format(dev.clone(), "mem", &FormatOptions::default()).unwrap();
+    fs.create("a", 4096).unwrap();
+    drop(fs);
+    let mut bytes = dev.snapshot();
+    let len = bytes.len() as u64;
+    let b = slot::decode(
+        &bytes[SLOT_SIZE as usize..2 * SLOT_SIZE as usize],
+        SlotId::B,
+        len,
+    )
+    .unwrap();
+    assert!(minfs::fsck::check_device(dev.as_ref(), "mem")
+        .unwrap()
+        .is_clean());
+    // Slot B: the same generation, but without the file.
+    let sb = minfs::format::superblock::Superblock {
+        free_blocks: b.sb.block_count,
+        ..b.sb.clone()
+    };
+    let forged = slot::encode(&sb, &[], SlotId::B).unwrap();
+    bytes[SLOT_SIZE as usize..2 * SLOT_SIZE as usize].copy_from_slice(&forged);
+    let dev = Arc::new(MemDevice::from_bytes(bytes, 512, 4096));
+    let r = minfs::fsck::check_device(dev.as_ref(), "mem").unwrap();
+    assert_eq!(
+        r.problems,
+        vec![minfs::fsck::Problem::ConflictingSlots {
+            generation: b.sb.generation
+        }]
+    );
+    let (_, after) = minfs::fsck::repair_device(dev.clone(), "mem").unwrap();
+    assert!(after.is_clean(), "{:?}", after.problems);
+    let fs = Filesystem::open_device(dev, "mem").unwrap();
+    assert_eq!(fs.list().len(), 1);
+}
+
+/// Issue 17: a target whose slots are one commit apart (what a minfs before issue 17 wrote,
+/// or a crash between a commit's two slot writes) opens in the newer slot; fsck -n reports
+/// the stale one; a read-write open copies the newer state over it, same generation.
+#[test]
+fn a_stale_slot_is_reported_and_healed_by_a_read_write_open() {
+    let dev = Arc::new(MemDevice::new(8 << 20, 512, 4096));
+    let fs = Filesystem::format(dev.clone(), "mem", &FormatOptions::default()).unwrap();
+    fs.set_single_slot_commits_for_bench(true);
+    fs.create("a", 4096).unwrap();
+    let generation = fs.info().generation;
+    drop(fs);
+    let r = minfs::fsck::check_device(dev.as_ref(), "mem").unwrap();
+    assert_eq!(
+        r.problems,
+        vec![minfs::fsck::Problem::StaleSlot {
+            slot: SlotId::A,
+            generation: generation - 1,
+            newest: generation
+        }]
+    );
+    let fs = Filesystem::open_device(dev.clone(), "mem").unwrap();
+    assert_eq!(fs.list().len(), 1);
+    assert_eq!(fs.info().generation, generation);
+    drop(fs);
+    let r = minfs::fsck::check_device(dev.as_ref(), "mem").unwrap();
+    assert!(r.is_clean(), "{:?}", r.problems);
+    assert_eq!(r.generations, [Some(generation), Some(generation)]);
 }

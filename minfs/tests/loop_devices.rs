@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cat, corrupt_slots_and_check, json, minfs};
+use common::{cat, corrupt_slots_and_check, json, minfs, one_commit_survives_either_slot_hit};
 use predicates::prelude::*;
 use testutil::{mkfs_ext4, mkfs_xfs, require_loop, LoopDevice, Mount};
 
@@ -166,4 +166,13 @@ fn corrupted_slot_is_survived_on_512_and_4096_byte_sectors() {
             .success();
         corrupt_slots_and_check(dev.path());
     }
+}
+
+/// Issue 17 on a loop device (512e: 512-byte logical sectors): the only commit after mkfs
+/// survives 64 random bytes over the start of either slot.
+#[test]
+fn one_commit_survives_garbage_over_either_slot_on_a_loop_device() {
+    require_loop!();
+    let dev = LoopDevice::new(256 << 20, 512).unwrap();
+    one_commit_survives_either_slot_hit(dev.path(), &[]);
 }

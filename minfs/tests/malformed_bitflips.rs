@@ -37,9 +37,8 @@
 //!    `MINFS_GARBAGE_CASES` (default 5000) seeded random ones — random ranges, scattered bytes,
 //!    whole random slots, and re-sealed variants. Open returns `NoValidSlot` naming both slots'
 //!    problems, `NotMinfs` when neither slot has the magic, or a consistent filesystem.
-//! 5. **An on-disk image** opened through `FileDevice` (O_DIRECT) for a sample of flips, where
-//!    the inactive slot is one commit behind: a flip in the active slot falls back to the
-//!    previous commit's files, one in the inactive slot changes nothing.
+//! 5. **An on-disk image** opened through `FileDevice` (O_DIRECT) for a sample of flips: both
+//!    slots hold the last commit, so a flip in either changes nothing.
 //!
 //! The last line printed is the counts line of the reliability script.
 
@@ -355,8 +354,8 @@ fn reseal(slot: &mut [u8], table: bool) {
 }
 
 /// The reference filesystem, made through the library: several files, one in two extents, an
-/// empty one, a 64-byte UTF-8 name, a hole left by a removed file; then both slots rewritten so
-/// that they hold the same files (generations 1 apart).
+/// empty one, a 64-byte UTF-8 name, a hole left by a removed file; then a rewrite. Both slots
+/// hold the last commit (the same generation).
 struct Base {
     image: Vec<u8>,
     files: Vec<FileStat>,
@@ -471,17 +470,11 @@ fn judge_io(t: &mut Tally, case: &str, log: &IoLog, rule: Writes, chosen: Option
     }
 }
 
-/// The slot an open chose and its generation: when it rewrote the other slot (which it does
-/// when that one is invalid and the target writable), the filesystem now runs on the
-/// rewritten slot, one generation on.
-fn chosen(fs: &Filesystem, log: &IoLog) -> (SlotId, u64) {
+/// The slot an open chose and its generation (a heal of the other slot copies the state with
+/// its generation and leaves the chosen slot active).
+fn chosen(fs: &Filesystem) -> (SlotId, u64) {
     let info = fs.info();
-    match log.writes.first() {
-        Some(&(off, _)) if off == info.active_slot.offset() => {
-            (info.active_slot.other(), info.generation - 1)
-        }
-        _ => (info.active_slot, info.generation),
-    }
+    (info.active_slot, info.generation)
 }
 
 /// Checks an open that must succeed: it must choose slot `expect.0` with generation `expect.1`
@@ -507,7 +500,7 @@ fn judge_open(
         }
         Ok(Ok(fs)) => fs,
     };
-    let (slot, generation) = chosen(&fs, &o.log);
+    let (slot, generation) = chosen(&fs);
     judge_io(t, case, &o.log, rule, Some(slot));
     let files = fs.list();
     match expect {
@@ -690,10 +683,10 @@ fn full_opens(base: &Base) -> Tally {
             t.add("opened via other slot");
             drop(fs);
             if writable {
-                // The damaged slot was rewritten from the other one: valid, one generation on.
+                // The damaged slot was healed from the other one: valid, the same generation.
                 let now = dev.get_meta();
                 match slot::decode(&now[s * SLOT..(s + 1) * SLOT], id, DEV_LEN) {
-                    Ok(r) if r.sb.generation == base.generation[other.index()] + 1 => {}
+                    Ok(r) if r.sb.generation == base.generation[other.index()] => {}
                     Ok(r) => t.fail(
                         "wrong data",
                         format!("{case}: rewritten with generation {}", r.sb.generation),
@@ -895,13 +888,7 @@ fn garbage(base: &Base, n: u64) -> Tally {
             }
             Ok(Ok(fs)) => {
                 t.add("garbage accepted");
-                judge_io(
-                    t,
-                    &case,
-                    &o.log,
-                    Writes::Inactive,
-                    Some(chosen(&fs, &o.log).0),
-                );
+                judge_io(t, &case, &o.log, Writes::Inactive, Some(chosen(&fs).0));
                 if let Some(why) = inconsistency(&fs, DEV_LEN) {
                     t.fail("wrong data", format!("{case}: accepted {why}"));
                 }
@@ -945,7 +932,7 @@ fn garbage(base: &Base, n: u64) -> Tally {
     })
 }
 
-/// Part 5: an image file through `FileDevice` (O_DIRECT), the inactive slot one commit behind.
+/// Part 5: an image file through `FileDevice` (O_DIRECT), both slots holding the last commit.
 fn on_disk(dir: &Path) -> Tally {
     let img = dir.join("bitflips.img");
     minfs::mkfs::mkfs(
@@ -961,10 +948,8 @@ fn on_disk(dir: &Path) -> Tally {
     fs.create("a", 100_000).unwrap();
     fs.create("b", 5).unwrap();
     fs.create("keep", 1 << 20).unwrap();
-    let previous = (fs.info().generation, fs.list());
     fs.create("late", 8192).unwrap();
     let current = (fs.info().generation, fs.list());
-    let active = fs.info().active_slot;
     drop(fs);
     let pristine = std::fs::read(&img).unwrap()[..META].to_vec();
     let write_meta = |meta: &[u8]| {
@@ -997,8 +982,8 @@ fn on_disk(dir: &Path) -> Tally {
         t.add("disk samples");
         let dev = Arc::new(Checked::new(FileDevice::open(&img, mode).unwrap()));
         let o = open(&dev, writable, &img.display().to_string());
-        // The active slot damaged: the previous commit. The inactive one: nothing changes.
-        let (generation, files) = if id == active { &previous } else { &current };
+        // Either slot damaged: the other holds the same last commit.
+        let (generation, files) = &current;
         judge_open(
             &mut t,
             &case,
@@ -1064,7 +1049,7 @@ fn malformed_metadata_bit_flips() {
     assert_eq!((log.bad.len(), log.reads), (2, vec![(0, 512)]));
 
     let base = build_base();
-    assert_eq!(base.generation[0].abs_diff(base.generation[1]), 1);
+    assert_eq!(base.generation[0], base.generation[1]);
     let dir = tempfile::Builder::new()
         .prefix("minfs-bitflips-")
         .tempdir_in(testutil::scratch_dir())

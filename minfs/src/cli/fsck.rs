@@ -23,7 +23,7 @@ pub struct Args {
     /// Check only; change nothing (the default).
     #[arg(short = 'n', conflicts_with = "yes")]
     no: bool,
-    /// Repair what can be repaired (rewrite both slots from the newest valid one).
+    /// Repair what can be repaired (copy the newest valid slot into the other one).
     #[arg(short = 'y')]
     yes: bool,
     #[command(flatten)]
@@ -89,7 +89,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     if after.is_clean() {
         println!(
-            "{target}: rewrote both metadata slots from the newest valid one; now generations {} and {}",
+            "{target}: metadata slots repaired from the newest valid one; now generations {} and {}",
             after.generations[0].unwrap_or(0),
             after.generations[1].unwrap_or(0)
         );

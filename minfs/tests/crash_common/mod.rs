@@ -3,6 +3,8 @@
 //! device, and the check of an image left by a crash or an I/O error.
 #![allow(dead_code)]
 
+pub mod bad_sectors;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -68,7 +70,7 @@ fn s(name: &str) -> String {
 
 /// The reference metadata workload: mkfs, creates, in-place and fragmenting grows, removes
 /// and reuse of the freed blocks, data written across extents and flushed (or not), reads,
-/// reopens, and refused requests (no space, exists, not found) — about 200 device operations.
+/// reopens, and refused requests (no space, exists, not found) — about 300 device operations.
 pub fn reference_workload() -> Vec<Step> {
     use Step::*;
     let mut w = vec![
@@ -703,13 +705,16 @@ impl RunLog {
     ) -> Verdict {
         let mut v = Verdict::default();
         let may_be_blank = !self.formatted_by(k) || allowed.iter().any(|s| s.is_none());
-        // fsck before open: at most one slot invalid (an interrupted commit).
+        // fsck before open: at most one slot invalid or one commit behind (an interrupted
+        // commit: torn, or between its two slot writes).
         match fsck::check_device(dev.as_ref(), "crash") {
             Ok(r) => {
                 let bad: Vec<&Problem> = r
                     .problems
                     .iter()
-                    .filter(|p| !matches!(p, Problem::SlotInvalid { .. }))
+                    .filter(|p| {
+                        !matches!(p, Problem::SlotInvalid { .. } | Problem::StaleSlot { .. })
+                    })
                     .collect();
                 let invalid = r.problems.len() - bad.len();
                 if (!bad.is_empty() || invalid > 1) && !may_be_blank {
