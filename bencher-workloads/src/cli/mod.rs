@@ -5,6 +5,7 @@
 //! not parse, or expands past `--max-ops`).
 
 pub mod check;
+pub mod completions;
 pub mod hdd_replay;
 pub mod report;
 pub mod run;
@@ -19,6 +20,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::dsl::{self, ParseError, Workload};
 use crate::generate::{self, Expansion, GenerateError, GenerateOptions, DEFAULT_MAX_OPS};
+
+pub use completions::{command, exit_statuses};
 
 /// Exit code of a usage error or a refused workload.
 pub const EXIT_USAGE: u8 = 2;
@@ -59,6 +62,8 @@ pub enum Commands {
     HddReplay(hdd_replay::HddReplayArgs),
     /// Render a comparison directory into DIR/report.md and SVG plots in DIR/plots/.
     Report(report::ReportArgs),
+    /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
+    Completions(completions::CompletionsArgs),
 }
 
 /// The arguments that say which operations a workload file stands for (shared by the
@@ -237,5 +242,6 @@ where
         Commands::Run(args) => run::run(&args, out, err),
         Commands::HddReplay(args) => hdd_replay::hdd_replay(&args, out, err),
         Commands::Report(args) => report::report(&args, out, err),
+        Commands::Completions(args) => completions::completions(&args, out),
     }
 }

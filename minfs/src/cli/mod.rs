@@ -12,10 +12,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cat;
+mod completions;
 mod create;
 mod fsck;
 mod info;
 mod ls;
+mod manual;
 mod mkfs;
 #[cfg(feature = "fuse")]
 mod mount;
@@ -23,6 +25,8 @@ mod rm;
 #[cfg(feature = "fuse")]
 mod umount;
 mod write;
+
+pub use manual::{command, exit_statuses};
 
 /// Exit code of a failed command (other than fsck).
 pub const EXIT_FAILURE: u8 = 1;
@@ -67,6 +71,8 @@ enum Command {
     /// Unmount a minfs mount and wait until its server has released the target.
     #[cfg(feature = "fuse")]
     Umount(umount::Args),
+    /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
+    Completions(completions::Args),
 }
 
 /// Parses a size such as `10G`, `256K`, `1MiB` or `4096` (K, M, G, T are powers of 1024).
@@ -160,6 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mount(a) => mount::run(a),
         #[cfg(feature = "fuse")]
         Command::Umount(a) => umount::run(a),
+        Command::Completions(a) => completions::run(a),
     }
 }
 
