@@ -141,8 +141,8 @@ impl Program {
 
     /// The completion script for `shell`.
     pub fn completion(&self, shell: Shell) -> File {
-        let mut script = Vec::new();
-        clap_complete::generate(shell, &mut (self.command)(), self.name, &mut script);
+        let script =
+            bencher_workloads::cli::completions::script(shell, &mut (self.command)(), self.name);
         // Where each shell looks for a command's completion (loaded on first use).
         let path = match shell {
             Shell::Bash => format!("bash-completion/completions/{}", self.name),
