@@ -26,7 +26,8 @@ Options:
   --destdir DIR   stage the files under DIR/PREFIX instead of PREFIX (for packaging;
                   the DESTDIR environment variable does the same)
   --bin-dir DIR   install the binaries already built in DIR (minfs, minfs-bench and
-                  minfs-docgen) instead of building them
+                  minfs-docgen) instead of building them, e.g. target/release after
+                  cargo build --release -p minfs -p bencher-workloads -p docgen
   -h, --help      this help
 
 Exit codes: 0 installed, 1 failure, 2 usage error.
@@ -78,6 +79,10 @@ cd "$(dirname "$0")/.."
 if [ -z "$bin_dir" ]; then
   package_args=()
   for p in "${PACKAGES[@]}"; do package_args+=(-p "$p"); done
+  if ! command -v cargo >/dev/null; then
+    echo "install.sh: cargo is not on PATH: build first (cargo build --release ${package_args[*]}) and install with --bin-dir target/release" >&2
+    exit 1
+  fi
   echo "install.sh: cargo build --release ${package_args[*]}"
   cargo build --release --bins "${package_args[@]}"
   target_dir=$(cargo metadata --format-version 1 --no-deps |
