@@ -2,8 +2,10 @@
 //! definitions (`clap_mangen`, `clap_complete`). `scripts/install.sh` runs `minfs-docgen`
 //! at install time; the tests check that the pages render and the completions load.
 //!
-//! Every command is one [`Program`] in [`PROGRAMS`]; a new binary needs one entry there (and
-//! its crate as a dependency). Each program gets a page, `NAME.SECTION`, and one per
+//! Every command is one [`Program`] in [`PROGRAMS`]. A new binary needs an entry there (its
+//! crate exposing the clap `Command`, its crate a dependency of this one; exit statuses from
+//! the crate or [`common_exit_statuses`]) and its name and package in `scripts/install.sh`'s
+//! `BINS` and `PACKAGES`. Each program gets a page, `NAME.SECTION`, and one per
 //! subcommand, `NAME-SUB.SECTION` (as `git-commit(1)`), with an EXIT STATUS section taken
 //! from the program's own exit-status table.
 
@@ -23,6 +25,8 @@ use clap_mangen::Man;
 pub struct Program {
     /// The binary's name.
     pub name: &'static str,
+    /// The workspace package that builds it.
+    pub package: &'static str,
     /// Its manual section: "8" for system administration, "1" for user commands.
     pub section: &'static str,
     /// Its clap definition.
@@ -31,21 +35,30 @@ pub struct Program {
     pub exit_statuses: fn(Option<&str>) -> Vec<(u8, &'static str)>,
 }
 
-/// The programs `scripts/install.sh` installs.
+/// The programs `scripts/install.sh` installs (its `BINS` and `PACKAGES` list them too;
+/// `tests/install.rs` checks that they agree).
 pub const PROGRAMS: &[Program] = &[
     Program {
         name: "minfs",
+        package: "minfs",
         section: "8",
         command: minfs::cli::command,
         exit_statuses: minfs::cli::exit_statuses,
     },
     Program {
         name: "minfs-bench",
+        package: "bencher-workloads",
         section: "1",
         command: bencher_workloads::cli::command,
         exit_statuses: bencher_workloads::cli::exit_statuses,
     },
 ];
+
+/// The exit statuses of a command without special ones: 0 success, 1 failure, 2 usage error
+/// (clap's).
+pub fn common_exit_statuses(_subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
+    vec![(0, "success"), (1, "failure"), (2, "usage error")]
+}
 
 /// The shells completions are generated for.
 pub const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];

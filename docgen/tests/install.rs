@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use docgen::PROGRAMS;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -46,12 +48,15 @@ fn files_under(dir: &Path) -> BTreeSet<PathBuf> {
     found
 }
 
+/// This build's binaries: minfs-docgen and every program's.
+fn bin_dir() -> PathBuf {
+    let programs: Vec<(&str, &str)> = PROGRAMS.iter().map(|p| (p.package, p.name)).collect();
+    testutil::bin_dir_with(env!("CARGO_BIN_EXE_minfs-docgen"), &programs)
+}
+
 #[test]
 fn installs_binaries_man_pages_and_completions_under_the_prefix() {
-    let bins = testutil::bin_dir_with(
-        env!("CARGO_BIN_EXE_minfs-docgen"),
-        &[("minfs", "minfs"), ("bencher-workloads", "minfs-bench")],
-    );
+    let bins = bin_dir();
     let tmp = tempfile::tempdir().unwrap();
     let prefix = tmp.path().join("usr/local");
     let out = install(&[
@@ -67,7 +72,7 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         .unwrap()
         .into_iter()
         .map(|f| prefix.join("share").join(f.path))
-        .chain(["minfs", "minfs-bench"].map(|b| prefix.join("bin").join(b)));
+        .chain(PROGRAMS.iter().map(|p| prefix.join("bin").join(p.name)));
     let expected: BTreeSet<PathBuf> = expected.collect();
     for must in [
         "bin/minfs",
@@ -93,7 +98,7 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
     assert!(stdout.contains(&format!("{} files installed", expected.len())));
 
     // The installed binaries run; the pages are the generated ones.
-    for bin in ["minfs", "minfs-bench"] {
+    for bin in PROGRAMS.iter().map(|p| p.name) {
         let v = Command::new(prefix.join("bin").join(bin))
             .arg("--version")
             .output()
@@ -101,16 +106,13 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         assert!(v.status.success(), "{bin} --version");
     }
     let page = std::fs::read(prefix.join("share/man/man8/minfs-fsck.8")).unwrap();
-    let generated = docgen::PROGRAMS[0].man_pages().unwrap();
+    let generated = PROGRAMS[0].man_pages().unwrap();
     assert!(generated.iter().any(|f| f.contents == page));
 }
 
 #[test]
 fn destdir_stages_under_it() {
-    let bins = testutil::bin_dir_with(
-        env!("CARGO_BIN_EXE_minfs-docgen"),
-        &[("minfs", "minfs"), ("bencher-workloads", "minfs-bench")],
-    );
+    let bins = bin_dir();
     let tmp = tempfile::tempdir().unwrap();
     let stage = tmp.path().join("stage");
     let out = install(&[
