@@ -2,6 +2,8 @@
 //! under DIR as under `PREFIX/share` (`man/man8/minfs.8`, `bash-completion/completions/minfs`,
 //! …) and prints each path. Exit codes: 0 success, 1 failure, 2 usage error.
 
+#![deny(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

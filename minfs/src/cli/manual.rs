@@ -34,8 +34,11 @@ pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
             (EXIT_USAGE, "usage error"),
         ],
         None => vec![
-            (0, "success"),
-            (EXIT_FAILURE, "failure"),
+            (0, "success (fsck: no errors)"),
+            (
+                EXIT_FAILURE,
+                "failure (fsck: errors were found and corrected)",
+            ),
             (EXIT_USAGE, "usage error"),
             (
                 fsck::EXIT_UNCORRECTED,
