@@ -31,7 +31,14 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(
     name = "minfs-bench",
     version,
-    about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md)"
+    about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md)",
+    long_about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md).\n\n\
+        check expands a workload and says what it would do; run runs it on a fresh Cannyls storage \
+        (on a minfs file, on a file through Cannyls' FileNvm, on a bare block device, or in memory) \
+        and reports the latency of every kind of operation; report renders a comparison directory \
+        of scripts/compare.sh; hdd-replay replays a run's block trace through the HDD model \
+        (docs/HDD-MODEL.md). The workload language is described in docs/DSL.md, the shipped \
+        workloads (bencher-workloads/workloads/) in docs/WORKLOADS.md."
 )]
 pub struct Cli {
     /// The subcommand.
