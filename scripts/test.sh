@@ -17,6 +17,9 @@ if [ "$(id -u)" = 0 ]; then
   command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
   command -v mkfs.xfs >/dev/null || missing+=(xfsprogs)
   command -v losetup >/dev/null || missing+=(util-linux)
+  # docgen's man-page test renders every page with `man -l`.
+  command -v man >/dev/null || missing+=(man-db)
+  command -v groff >/dev/null || missing+=(groff-base)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"

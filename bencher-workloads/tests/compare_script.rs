@@ -22,24 +22,7 @@ fn repo() -> PathBuf {
 /// The directory holding `minfs-bench` and `minfs` of this build; builds `minfs` (the CLI
 /// of the minfs crate, not a target of this package) when a package-only test run has not.
 fn bin_dir() -> PathBuf {
-    let bench = PathBuf::from(env!("CARGO_BIN_EXE_minfs-bench"));
-    let dir = bench.parent().unwrap().to_path_buf();
-    if !dir.join("minfs").exists() {
-        let target_dir = dir.parent().unwrap();
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "minfs", "--bin", "minfs"])
-            .env("CARGO_TARGET_DIR", target_dir)
-            .current_dir(repo())
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the minfs binary failed");
-    }
-    assert!(
-        dir.join("minfs").exists(),
-        "no minfs binary in {}",
-        dir.display()
-    );
-    dir
+    testutil::bin_dir_with(env!("CARGO_BIN_EXE_minfs-bench"), &[("minfs", "minfs")])
 }
 
 fn compare(args: &[&str]) -> Output {

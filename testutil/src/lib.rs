@@ -278,3 +278,41 @@ pub fn report_counts(tmpdir: &str, suite: &str, counts: &str) {
         eprintln!("cannot write {}: {e}", path.display());
     }
 }
+
+/// Whether `prog` is installed. When it is not, prints a skip notice for `test` naming the
+/// Debian `package` and returns false — or panics when `MINFS_REQUIRE_LOOP=1` (CI installs
+/// the package, so a skip there would hide a lost dependency).
+pub fn require_program(test: &str, prog: &str, package: &str) -> bool {
+    if which(prog).is_some() {
+        return true;
+    }
+    let reason = format!("{prog} is not installed (Debian package {package})");
+    if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+        panic!("MINFS_REQUIRE_LOOP=1 but {reason}");
+    }
+    print_skip(test, &reason);
+    false
+}
+
+/// The directory of this build's binaries (the one holding `own_bin`, a test's
+/// `env!("CARGO_BIN_EXE_…")`), after building each `(package, binary)` of `others` that is
+/// not there yet (a package-only test run builds only its own package's binaries).
+pub fn bin_dir_with(own_bin: &str, others: &[(&str, &str)]) -> PathBuf {
+    let dir = Path::new(own_bin).parent().unwrap().to_path_buf();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for (package, bin) in others {
+        if dir.join(bin).exists() {
+            continue;
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", package, "--bin", bin])
+            .env("CARGO_TARGET_DIR", dir.parent().unwrap())
+            .current_dir(workspace)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building {bin} ({package}) failed");
+        assert!(dir.join(bin).exists(), "no {bin} in {}", dir.display());
+    }
+    dir
+}

@@ -5,6 +5,7 @@
 //! not parse, or expands past `--max-ops`).
 
 pub mod check;
+pub mod completions;
 pub mod hdd_replay;
 pub mod report;
 pub mod run;
@@ -20,6 +21,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::dsl::{self, ParseError, Workload};
 use crate::generate::{self, Expansion, GenerateError, GenerateOptions, DEFAULT_MAX_OPS};
 
+pub use completions::{command, exit_statuses};
+
 /// Exit code of a usage error or a refused workload.
 pub const EXIT_USAGE: u8 = 2;
 
@@ -28,7 +31,14 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(
     name = "minfs-bench",
     version,
-    about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md)"
+    about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md)",
+    long_about = "Cannyls benchmarks from cannyls_bencher workload files (docs/DSL.md).\n\n\
+        check expands a workload and says what it would do; run runs it on a fresh Cannyls storage \
+        (on a minfs file, on a file through Cannyls' FileNvm, on a bare block device, or in memory) \
+        and reports the latency of every kind of operation; report renders a comparison directory \
+        of scripts/compare.sh; hdd-replay replays a run's block trace through the HDD model \
+        (docs/HDD-MODEL.md). The workload language is described in docs/DSL.md, the shipped \
+        workloads (bencher-workloads/workloads/) in docs/WORKLOADS.md."
 )]
 pub struct Cli {
     /// The subcommand.
@@ -59,6 +69,8 @@ pub enum Commands {
     HddReplay(hdd_replay::HddReplayArgs),
     /// Render a comparison directory into DIR/report.md and SVG plots in DIR/plots/.
     Report(report::ReportArgs),
+    /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
+    Completions(completions::CompletionsArgs),
 }
 
 /// The arguments that say which operations a workload file stands for (shared by the
@@ -237,5 +249,6 @@ where
         Commands::Run(args) => run::run(&args, out, err),
         Commands::HddReplay(args) => hdd_replay::hdd_replay(&args, out, err),
         Commands::Report(args) => report::report(&args, out, err),
+        Commands::Completions(args) => completions::completions(&args, out),
     }
 }

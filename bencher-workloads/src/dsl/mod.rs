@@ -1,6 +1,5 @@
 //! The workload language of cannyls_bencher (with this project's `Sync`): syntax tree,
-//! parser and parse errors. The specification is `docs/DSL.md` of the shared docs; the
-//! choices made where it is silent are listed in this crate's README.
+//! parser and parse errors. The language as implemented is described in `docs/DSL.md`.
 
 pub mod ast;
 pub mod error;

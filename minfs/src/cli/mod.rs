@@ -12,10 +12,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cat;
+mod completions;
 mod create;
 mod fsck;
 mod info;
 mod ls;
+mod manual;
 mod mkfs;
 #[cfg(feature = "fuse")]
 mod mount;
@@ -23,6 +25,8 @@ mod rm;
 #[cfg(feature = "fuse")]
 mod umount;
 mod write;
+
+pub use manual::{command, exit_statuses};
 
 /// Exit code of a failed command (other than fsck).
 pub const EXIT_FAILURE: u8 = 1;
@@ -34,6 +38,13 @@ pub const EXIT_USAGE: u8 = 2;
     name = "minfs",
     version,
     about = "A minimal filesystem for one image file or block device: a few named files in 4 KiB-aligned extents, O_DIRECT I/O.",
+    long_about = "A minimal filesystem for one image file or block device: a few named files in 4 KiB-aligned extents, O_DIRECT I/O.\n\n\
+        minfs has no journal: its metadata, a superblock and a file table, sits in two checksummed slots updated crash-atomically, \
+        and file I/O goes straight from the caller's buffers to the device with O_DIRECT. It gives Cannyls the raw region it wants \
+        while keeping a superblock that says what the device holds, named files, a check and repair (fsck), and refusal to overwrite \
+        another filesystem's data.\n\n\
+        TARGET is an image file or a block device. Sizes take K, M, G, T (powers of 1024). Only one process opens a target \
+        read-write at a time; info, ls, cat and fsck -n open it read-only.",
     after_help = "Exit codes: 0 success, 1 failure, 2 usage error; fsck: 0 clean, 1 corrected, 4 uncorrected, 8 operational error, 16 usage error."
 )]
 struct Cli {
@@ -67,6 +78,8 @@ enum Command {
     /// Unmount a minfs mount and wait until its server has released the target.
     #[cfg(feature = "fuse")]
     Umount(umount::Args),
+    /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
+    Completions(completions::Args),
 }
 
 /// Parses a size such as `10G`, `256K`, `1MiB` or `4096` (K, M, G, T are powers of 1024).
@@ -160,6 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mount(a) => mount::run(a),
         #[cfg(feature = "fuse")]
         Command::Umount(a) => umount::run(a),
+        Command::Completions(a) => completions::run(a),
     }
 }
 
