@@ -52,6 +52,13 @@ pub const PROGRAMS: &[Program] = &[
         command: bencher_workloads::cli::command,
         exit_statuses: bencher_workloads::cli::exit_statuses,
     },
+    Program {
+        name: "hddsim",
+        package: "hddsim",
+        section: "1",
+        command: hddsim::cli::command,
+        exit_statuses: common_exit_statuses,
+    },
 ];
 
 /// The exit statuses of a command without special ones: 0 success, 1 failure, 2 usage error

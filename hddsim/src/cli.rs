@@ -33,6 +33,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The clap definition of `hddsim` (for man pages and completions: `docgen`).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {

@@ -76,7 +76,7 @@
 //!
 //! # Reads against a dirty cache
 //! The destage writes a run in operations of one revolution (one track) each, counted from
-//! the run's first sector (ublk-disksim's HDD model, docs/ARCHITECTURE.md: a write-back
+//! the run's first sector (ublk-disksim's HDD model, its ARCHITECTURE.md: a write-back
 //! "moves at most one track"). A read that needs the media while an operation is in
 //! progress waits for its end — an operation that has begun, its seek and rotational wait
 //! included, is not abandoned; the rest of the run stays dirty. When the cache is at least

@@ -6,7 +6,7 @@
 //! - the ST1000DM003 product manual / data sheet (Seagate Barracuda 7200.14): average seek
 //!   8.5 ms read, 9.5 ms write; track-to-track 1.0 ms read, 1.2 ms write; 210 MB/s maximum
 //!   sustained rate (outer diameter); 156 MB/s average;
-//! - ublk-disksim's docs/VALIDATION.md §3 and §5: fio through NTFS on one real ST2000DM006
+//! - ublk-disksim's VALIDATION.md §3 and §5: fio through NTFS on one real ST2000DM006
 //!   (Barracuda 2 TB, 7200 rpm, 64 MB cache; a sister drive, 90–98% full): 4 KiB random read
 //!   QD1 17.5 ms, QD32 94 IOPS (1.7× QD1: "barely reorders its queue"), sequential 143 MB/s
 //!   read / 132 MB/s write, a flush after 8 / 64 scattered 4 KiB writes 127 / 630 ms
@@ -235,7 +235,7 @@ pub fn render(p: &Profile, checks: &[Check]) -> String {
         s,
         "manual: ST1000DM003 product manual / data sheet (the QD1 line: average seek + half a \
          revolution + command overhead);\nsister: one ST2000DM006 measured with fio through \
-         NTFS (ublk-disksim docs/VALIDATION.md); reported, not fitted\n"
+         NTFS (ublk-disksim's VALIDATION.md); reported, not fitted\n"
     );
     let _ = writeln!(
         s,
