@@ -130,15 +130,21 @@ fn journal_sync_flushes_the_device() {
 }
 
 #[test]
-fn block_size_4096_makes_every_write_4k_aligned() {
-    let (dev, mut storage) = setup(Some(4096));
-    put_lumps(&mut storage);
-    storage.journal_sync().unwrap();
-    drop(storage);
-    let log = dev.take();
-    assert!(log.writes.len() > 8);
-    for w in &log.writes {
-        assert_eq!((w.offset % 4096, w.len % 4096), (0, 0), "{w:?}");
+fn block_size_4096_the_default_makes_every_write_4k_aligned() {
+    for block_size in [Some(4096), None] {
+        let (dev, mut storage) = setup(block_size);
+        put_lumps(&mut storage);
+        storage.journal_sync().unwrap();
+        drop(storage);
+        let log = dev.take();
+        assert!(log.writes.len() > 8);
+        for w in &log.writes {
+            assert_eq!(
+                (w.offset % 4096, w.len % 4096),
+                (0, 0),
+                "{block_size:?}: {w:?}"
+            );
+        }
     }
 }
 
@@ -146,7 +152,7 @@ fn block_size_4096_makes_every_write_4k_aligned() {
 fn block_size_512_leaves_lumps_unaligned_to_4k() {
     // Why block size 4096 exists: with 512, a 256 KiB lump plus its trailer takes 513 sectors,
     // so the next lump starts off a 4 KiB boundary (read-modify-write on a 512e disk).
-    let (dev, mut storage) = setup(None);
+    let (dev, mut storage) = setup(Some(512));
     dev.take();
     put_lumps(&mut storage);
     let log = dev.take();

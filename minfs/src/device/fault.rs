@@ -1331,7 +1331,11 @@ mod tests {
         let media = plain.clone().with_rmw_physical(4096);
         assert_eq!(media.partial_physical_of(0), vec![0, 8192]);
         assert!(media.partial_physical_of(1).is_empty());
-        assert_eq!(media.fates(1), plain.fates(1), "whole sectors: today's fates");
+        assert_eq!(
+            media.fates(1),
+            plain.fates(1),
+            "whole sectors: today's fates"
+        );
         assert_eq!(media.fates(0).len(), plain.fates(0).len() + 4);
         assert_eq!(
             media.variant_count(),
@@ -1339,7 +1343,13 @@ mod tests {
         );
         for unreadable in [true, false] {
             for rest_kept in [true, false] {
-                let fates = [Fate::Ruined(Ruin { unreadable, rest_kept }), Fate::Kept];
+                let fates = [
+                    Fate::Ruined(Ruin {
+                        unreadable,
+                        rest_kept,
+                    }),
+                    Fate::Kept,
+                ];
                 let img = media.image(&fates);
                 let crash = media.crash_device(&fates, 4096);
                 let whole = if rest_kept { 2 } else { 1 };
@@ -1368,7 +1378,9 @@ mod tests {
         // Sampled when many: each ruin right after all lost and all kept.
         let some = media.variants(6, 4096, 1);
         assert_eq!(some.len(), 6);
-        assert!(some[2..].iter().all(|v| v[0].is_ruined() && v[1] == Fate::Lost));
+        assert!(some[2..]
+            .iter()
+            .all(|v| v[0].is_ruined() && v[1] == Fate::Lost));
         assert_eq!(some, media.variants(6, 4096, 1));
         // Random variants: deterministic, some ruined, never on plain media.
         let drawn: Vec<Vec<Fate>> = (0..200).map(|s| media.random_variant(s)).collect();
@@ -1379,7 +1391,11 @@ mod tests {
         // Logical = physical: nothing is partial.
         let dev = FaultDevice::new(8192, 4096, 4096);
         dev.write_at(&aligned(4096, 1), 4096).unwrap();
-        assert!(dev.media().with_rmw_physical(4096).partial_physical_of(0).is_empty());
+        assert!(dev
+            .media()
+            .with_rmw_physical(4096)
+            .partial_physical_of(0)
+            .is_empty());
     }
 
     #[test]
