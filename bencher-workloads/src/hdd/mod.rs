@@ -238,6 +238,7 @@ pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
         put_bytes: charged.put_bytes,
         embed_bytes: charged.embed_bytes,
         get_bytes: charged.get_bytes,
+        data_usage_peak_bytes: None,
     };
     let report = RunReport::new(info, &outcome);
     let requests = trace.requests.len() as u64;
