@@ -106,10 +106,11 @@ fn lump_data_goes_to_the_device_from_cannyls_buffer() {
     storage.put(&LumpId::new(1), &data).unwrap();
     let log = dev.take();
     // One write for the lump (the journal record stays buffered until a sync), straight from
-    // the LumpData's buffer: the data plus its trailer, padded to the block size.
+    // the LumpData's buffer: the data plus its trailer, padded to the block size (4096 by
+    // default).
     assert_eq!(log.writes.len(), 1, "{:?}", log.writes);
     assert_eq!(log.writes[0].addr, data.as_bytes().as_ptr() as usize);
-    assert_eq!(log.writes[0].len, 100_352);
+    assert_eq!(log.writes[0].len, 102_400);
 
     let got = storage.get(&LumpId::new(1)).unwrap().unwrap();
     assert_eq!(got.as_bytes(), data.as_bytes());
