@@ -30,13 +30,16 @@
 #                       paths (default: the six reference workloads)
 #   --targets LIST      comma-separated, from: minfs ext4 ext4-prealloc xfs xfs-prealloc raw
 #                       ext4-defaults (mkfs.ext4's defaults, lazy inode-table init on, no
-#                       journal) minfs-4k (minfs at block size 4096) minfs-fuse (FileNvm on
+#                       journal) minfs-512 (minfs at block size 512; 512-byte sectors only)
+#                       minfs-fuse (Cannyls' FileNvm on
 #                       a file of a FUSE-mounted minfs: `minfs mount`) (default: all of them;
 #                       minfs-fuse is left out with a note where /dev/fuse is missing)
 #   --scale F           multiply every workload count by F (default 0.1)
 #   --runs N            runs per workload and target; targets are interleaved run by run and
 #                       the report shows the median and min–max (default 3)
-#   --block-size N      Cannyls block size (default 512)
+#   --block-size N      Cannyls block size of every target but minfs-512 (default: each
+#                       target's own: minfs 4096, MinfsNvm's default; the FileNvm targets
+#                       (ext4*, xfs*, raw, minfs-fuse) 512; minfs-512 always 512)
 #   --seed S            generator seed (default: each workload's own)
 #   --trace / --no-trace  record the device's block requests (tracefs) for every run
 #                       (default: on when root and tracefs is available)
@@ -68,11 +71,11 @@ image_size=""
 sector_size=512
 keep_image=0
 workloads="seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k"
-targets="minfs,minfs-4k,minfs-fuse,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
+targets="minfs,minfs-512,minfs-fuse,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
 targets_given=0
 scale=0.1
 runs=3
-block_size=512
+block_size=""
 seed=""
 trace=auto
 bin_dir=""
@@ -105,7 +108,7 @@ while [ $# -gt 0 ]; do
 done
 
 [[ $runs =~ ^[1-9][0-9]*$ ]] || usage_error "--runs '$runs' is not a positive integer"
-[[ $block_size =~ ^[1-9][0-9]*$ ]] && [ $((block_size % 512)) = 0 ] \
+[ -z "$block_size" ] || { [[ $block_size =~ ^[1-9][0-9]*$ ]] && [ $((block_size % 512)) = 0 ]; } \
   || usage_error "--block-size '$block_size' is not a positive multiple of 512"
 [ "$sector_size" = 512 ] || [ "$sector_size" = 4096 ] \
   || usage_error "--sector-size '$sector_size' is not 512 or 4096"
@@ -120,7 +123,7 @@ case $device in
     [[ $emulated =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "--device emulated:PROFILE: bad profile name '$emulated'" ;;
 esac
 
-all_targets="minfs minfs-4k minfs-fuse ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
+all_targets="minfs minfs-512 minfs-fuse ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
 IFS=, read -r -a target_list <<<"$targets"
 [ ${#target_list[@]} -gt 0 ] || usage_error "--targets is empty"
 for t in "${target_list[@]}"; do
@@ -251,7 +254,9 @@ seed_args=()
 max_capacity=0
 capacities=()
 for f in "${workload_files[@]}"; do
-  json=$("$bench" check --json --scale "$scale" --block-size "$block_size" "${seed_args[@]}" "$f") \
+  # Planned at the largest block size any target uses (4096 unless --block-size): its lumps
+  # round up the most, so the image holds every target's storage.
+  json=$("$bench" check --json --scale "$scale" --block-size "${block_size:-4096}" "${seed_args[@]}" "$f") \
     || usage_error "workload $f does not check (see above)"
   cap=$(sed -n 's/.*"capacity":\([0-9]*\).*/\1/p' <<<"$json")
   [ -n "$cap" ] || die "minfs-bench check printed no capacity for $f"
@@ -376,7 +381,7 @@ json_list() { local first=1; printf '['; for x in "$@"; do [ $first = 1 ] || pri
   printf '  "runs": %s,\n' "$runs"
   printf '  "scale": %s,\n' "$scale"
   printf '  "seed": %s,\n' "${seed:-null}"
-  printf '  "block_size": %s,\n' "$block_size"
+  printf '  "block_size": %s,\n' "${block_size:-null}"
   if [ -n "$emulated" ]; then
     printf '  "device": "%s (loop device, direct I/O, over hddsim emulate --profile %s backed by a %d MiB zero-filled image)",\n' "$device_label" "$emulated" $((dev_bytes >> 20))
   elif [ -n "$image" ]; then
@@ -414,8 +419,8 @@ prepare() {
   local t=$1
   target_bs=$block_size
   case $t in
-    minfs|minfs-4k)
-      [ "$t" = minfs-4k ] && target_bs=4096
+    minfs|minfs-512)
+      [ "$t" = minfs-512 ] && target_bs=512
       record "$t" "$minfs" mkfs -f -L compare "$dev"
       "$minfs" mkfs -f -L compare "$dev" >/dev/null
       [ -n "${fs_info[minfs]:-}" ] || fs_info[minfs]=$("$minfs" info "$dev")
@@ -503,12 +508,14 @@ for ((k = 1; k <= runs; k++)); do
       rm -f "$base".*
       prepare "$t"
       drop_caches
+      bs_args=()
+      [ -n "$target_bs" ] && bs_args=(--block-size "$target_bs")
       run_args=(run --workload "$wf" --scale "$scale" "${seed_args[@]}" --backend "$backend"
-        --block-size "$target_bs" --json "$base.json" --op-log "$base.oplog" --no-progress)
+        "${bs_args[@]}" --json "$base.json" --op-log "$base.oplog" --no-progress)
       [ "$t" = raw ] && run_args+=(--force)
       rel_wf=${wf#"$repo"/}
       record "$t" minfs-bench run --workload bencher-workloads/workloads/W.wl --scale "$scale" \
-        "${seed_args[@]}" --backend "$backend" --block-size "$target_bs" \
+        "${seed_args[@]}" --backend "$backend" "${bs_args[@]}" \
         --json OUT/runs/W/$t/run-K.json --op-log OUT/runs/W/$t/run-K.oplog --no-progress \
         $([ "$t" = raw ] && echo --force)
       [ -n "$trace_inst" ] && { echo >"$trace_inst/trace"; echo 1 >"$trace_inst/tracing_on"; }
@@ -587,8 +594,12 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   [ -z "$seed" ] || seed_text=$seed
   echo "| seed | $seed_text |"
   echo "| runs | $runs per workload and target; targets interleaved run by run, the order rotated each run; caches dropped (\`sync; echo 3 > /proc/sys/vm/drop_caches\`) before each run |"
-  echo "| Cannyls block size | $block_size (minfs-4k: 4096) |"
-  echo "| capacity | minfs-bench's default per workload (1.5 × peak live data + journal), the same for every target; largest $((max_capacity >> 20)) MiB |"
+  if [ -n "$block_size" ]; then
+    echo "| Cannyls block size | $block_size (minfs-512: 512) |"
+  else
+    echo "| Cannyls block size | each target's default: minfs 4096 (MinfsNvm's), minfs-512 512, the FileNvm targets 512 (each run's JSON records its block_size) |"
+  fi
+  echo "| capacity | minfs-bench's default per workload and block size (1.5 × peak live data + journal; a target at 4096 gets more than one at 512 where lumps round up); largest $((max_capacity >> 20)) MiB |"
   echo "| block trace | $trace$([ "$trace" = on ] && echo " (tracefs instance, trace_clock mono, block_rq_issue/complete filtered to dev $devnum)") |"
   echo "| HDD model profiles | ${hdd_profiles[*]:-none} |"
   echo "| git revision | $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo n/a)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)') |"

@@ -2,10 +2,12 @@
 # The reliability suites (issue 6; README "Reliability"), with larger counts for nightly runs:
 #   1. minfs crash_sweep    crash images after every device operation + random crash seeds
 #   2. cannyls crash        a Cannyls storage on minfs, crashed at every device operation
+#                           (block size 4096 and 512; plain and 512e media: 1 and 2 both run a
+#                           512e read-modify-write mode too, README "Reliability")
 #   3. minfs io_errors      a read/write/flush failing once or for good at every operation
 #   4. minfs malformed_bitflips, bencher-workloads bad_input   malformed metadata and input
 #   5. minfs cli_bad_input  the CLI on bad input
-# (4 and 5 run when their test files exist.) Each suite prints its counts as its last line
+# (4 and 5 run when their test files exist.) Each suite prints its counts lines, one per mode
 # ("crash points: N, ..., panics: 0"); a summary of them all ends the output, and the script
 # exits non-zero when any suite fails.
 #
@@ -72,8 +74,16 @@ for entry in "${suites[@]}"; do
   # The counts line: "label: N, label: N, ..." (the last such line the suite printed).
   # (libtest prints "test NAME ... " before a test's first output: drop it.)
   counts=$(sed -E 's/^test [^ ]+ \.\.\. //' "$logdir/$name.log" |
-    grep -E '^[a-z][^:]*: [0-9]+, .*: [0-9]+$' | tail -n 1 || true)
-  summary+=("$name [$status, ${secs}s]: ${counts:-no counts line printed}")
+    grep -E '^[a-z][^:]*: [0-9]+, .*: [0-9]+$' || true)
+  # A suite may run in several modes (e.g. cannyls crash at block size 4096 and 512, on plain
+  # and 512e media): one line per counts line.
+  if [ -z "$counts" ]; then
+    summary+=("$name [$status, ${secs}s]: no counts line printed")
+  else
+    while IFS= read -r line; do
+      summary+=("$name [$status, ${secs}s]: $line")
+    done <<<"$counts"
+  fi
 done
 
 echo

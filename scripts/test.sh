@@ -6,7 +6,8 @@
 #
 # The reliability suites (README "Reliability": minfs/tests/crash_sweep.rs, io_errors.rs,
 # cannyls-adapter/tests/crash.rs) run once, inside `cargo test --workspace`, at their default
-# counts. cargo test hides a passing test's output, so each suite also leaves its counts line
+# counts; the crash suites also in a 512e read-modify-write mode (`*_512e`) and the Cannyls one
+# at block size 512 too (`cannyls_crash_512*`). cargo test hides a passing test's output, so each suite also leaves its counts line
 # in <target>/tmp/reliability-<suite>.txt; they are printed at the end, so that CI's log shows
 # them. scripts/reliability.sh runs the suites alone with larger counts (nightly).
 set -euo pipefail
@@ -38,7 +39,9 @@ cargo test --workspace
 echo
 echo "Reliability suites (counts at CI defaults; nightly: scripts/reliability.sh --crash-seeds 100000):"
 status=0
-for suite in crash_sweep cannyls_crash io_errors; do
+suites=(crash_sweep crash_sweep_512e cannyls_crash cannyls_crash_512 cannyls_crash_512e
+  cannyls_crash_512e_512 io_errors)
+for suite in "${suites[@]}"; do
   if [ -f "$counts_dir/reliability-$suite.txt" ]; then
     cat "$counts_dir/reliability-$suite.txt"
   else
@@ -49,8 +52,9 @@ done
 # Counts left by other suites following the same convention.
 for f in "$counts_dir"/reliability-*.txt; do
   [ -e "$f" ] || continue
-  case "$(basename "$f")" in
-    reliability-crash_sweep.txt|reliability-cannyls_crash.txt|reliability-io_errors.txt) ;;
+  name=$(basename "$f" .txt)
+  case " ${suites[*]} " in
+    *" ${name#reliability-} "*) ;;
     *) cat "$f" ;;
   esac
 done

@@ -143,6 +143,8 @@ pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
         put_bytes: charged.put_bytes,
         embed_bytes: charged.embed_bytes,
         get_bytes: charged.get_bytes,
+        // A modelled run has no Cannyls storage to ask.
+        data_usage_peak_bytes: None,
     };
     let report = RunReport::new(info, &outcome);
     let modelled_ops = modelled.modelled_ops();

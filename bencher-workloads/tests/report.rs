@@ -70,6 +70,7 @@ fn report(workload: &str, backend: &str, total: u64, wall: u64, bw: f64, p50: u6
         wall_bw_bytes_per_sec: bw / 2.0,
         kinds: vec![put, sync.clone()],
         overall: kind("overall", 1010, [p50, p50, p50, 2 * p50, 2 * p50], 6 * p50),
+        data_usage_peak_bytes: None,
     }
 }
 

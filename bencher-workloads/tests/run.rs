@@ -277,6 +277,41 @@ fn block_size_4096_on_every_kind_of_memory() {
     }
 }
 
+/// Without `--block-size`, `minfs:` runs at MinfsNvm's default 4096 and the FileNvm and memory
+/// backends at 512; a minfs storage file left at 512 is formatted anew at the default.
+#[test]
+fn minfs_backends_default_to_4096_the_others_to_512() {
+    let dir = scratch();
+    let img = minfs_image(dir.path(), 128 * MIB);
+    let w = workloads_dir().join("churn-256k.wl");
+    let minfs = format!("minfs:{}", img.display());
+    let mut peaks = Vec::new();
+    for (spec, block_size, want) in [
+        (minfs.clone(), Some("512"), 512),
+        (minfs, None, 4096),
+        ("memory".to_string(), None, 512),
+        (
+            format!("file:{}", dir.path().join("d.lusf").display()),
+            None,
+            512,
+        ),
+    ] {
+        let mut args = vec!["--workload", s(&w), "--scale", "0.002", "--backend", &spec];
+        if let Some(b) = block_size {
+            args.extend(["--block-size", b]);
+        }
+        let (v, _) = run_ok(dir.path(), &args);
+        assert_eq!(v["block_size"], want, "{spec} {block_size:?}");
+        assert_eq!(v["data_region_bytes"].as_u64().unwrap() % want, 0);
+        peaks.push(v["data_usage_peak_bytes"].as_u64().unwrap());
+    }
+    // The same lumps take more room at 4096 (each rounds up to 4 KiB) than at 512, and every
+    // run at 512 uses the same.
+    assert!(peaks[1] > peaks[0], "{peaks:?}");
+    assert!(peaks[0] % 512 == 0 && peaks[1] % 4096 == 0, "{peaks:?}");
+    assert_eq!((peaks[2], peaks[3]), (peaks[0], peaks[0]), "{peaks:?}");
+}
+
 const EVERY_KIND: &str = "Seed: 1;
 Command {
   20.times { New(4K); };

@@ -9,11 +9,18 @@
 //!   does one O_DIRECT `pread`/`pwrite` per contiguous extent piece).
 //! - **Durability**: [`NonVolatileMemory::sync`] flushes the device ([`FileHandle::flush`]);
 //!   `Write::flush` does nothing, as with Cannyls' own `FileNvm`, because nothing is buffered.
-//! - **Block size**: by default the device's logical sector size (512 on most disks, 4096 on 4Kn
-//!   disks). [`MinfsNvm::with_block_size`] picks a larger multiple, e.g. 4096 so that every
-//!   Cannyls write is 4 KiB-aligned on a 512e disk. A Cannyls storage's block size must be a
-//!   multiple of its memory's: create the storage with [`MinfsNvm::storage_builder`] (or
-//!   `StorageBuilder::new().block_size(nvm.block_size())`).
+//! - **Block size**: by default [`DEFAULT_BLOCK_SIZE`] (4096), or the device's physical sector
+//!   size when that is larger, so that every Cannyls write covers whole physical sectors: on a
+//!   512e disk no write makes the drive read-modify-write a 4 KiB sector, which a power cut can
+//!   ruin whole, neighbours and all (README "Reliability"). It must be a multiple of the
+//!   device's logical sector size; a device where it is not is refused
+//!   ([`Error::NoDefaultBlockSize`]). [`MinfsNvm::with_block_size`] picks another multiple of
+//!   the logical sector, e.g. 512 (Cannyls' own default: smaller lumps, but on 512e disks
+//!   without power-loss protection a crash can ruin acknowledged data). A file that already
+//!   holds a Cannyls storage opens ([`MinfsNvm::open`], [`MinfsNvm::from_filesystem`]) with the
+//!   block size recorded in its header, so storages made at 512 still open. A Cannyls storage's
+//!   block size must be a multiple of its memory's: create the storage with
+//!   [`MinfsNvm::storage_builder`] (or `StorageBuilder::new().block_size(nvm.block_size())`).
 //! - **Sharing**: a [`FileHandle`] is `Clone + Send + Sync`; [`NonVolatileMemory::split`] gives
 //!   two views (journal and data regions) of the same file, like `FileNvm::split`.
 //! - **One read-write open per target and process**: minfs locks the target with
@@ -79,11 +86,15 @@ use std::path::Path;
 
 use cannyls::block::BlockSize;
 use cannyls::nvm::NonVolatileMemory;
-use cannyls::storage::StorageBuilder;
+use cannyls::storage::{StorageBuilder, StorageHeader};
 use cannyls::ErrorKind;
 use minfs::{FileHandle, Filesystem, OpenMode};
 use trackable::error::ErrorKindExt;
 use trackable::track;
+
+/// The block size of a new [`MinfsNvm`] (unless the device's physical sector is larger): 4 KiB,
+/// the physical sector of 512e and 4Kn disks.
+pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 
 /// Errors of opening, creating or configuring a [`MinfsNvm`].
 ///
@@ -107,6 +118,20 @@ pub enum Error {
         block_size: u64,
         /// The device's logical sector size.
         sector_size: u32,
+    },
+    /// The default block size — [`DEFAULT_BLOCK_SIZE`], or the device's physical sector size
+    /// when larger — is not a multiple of the device's logical sector size or not a valid
+    /// Cannyls block size (at most 65024), so none can be chosen: pick one with
+    /// [`MinfsNvm::with_block_size`].
+    NoDefaultBlockSize {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// The device's logical sector size.
+        logical: u32,
+        /// The device's physical sector size.
+        physical: u32,
     },
     /// A split view's start is not a multiple of the block size asked for, so the view cannot
     /// use it (set the block size before splitting).
@@ -136,6 +161,19 @@ impl fmt::Display for Error {
                 "{target}: file {file:?}: block size {block_size} is not usable: it must be a \
                  multiple of the device's {sector_size}-byte logical sector size (and of 512, \
                  at most 65024)"
+            ),
+            Error::NoDefaultBlockSize {
+                target,
+                file,
+                logical,
+                physical,
+            } => write!(
+                f,
+                "{target}: file {file:?}: no default block size for this device: {} (the larger \
+                 of {DEFAULT_BLOCK_SIZE} and its {physical}-byte physical sector) must be a \
+                 multiple of its {logical}-byte logical sector size and at most 65024; choose \
+                 one with with_block_size",
+                DEFAULT_BLOCK_SIZE.max(*physical)
             ),
             Error::UnalignedView {
                 target,
@@ -171,7 +209,9 @@ impl Error {
     pub fn cannyls_kind(&self) -> ErrorKind {
         match self {
             Error::Minfs(e) => minfs_kind(e),
-            Error::InvalidBlockSize { .. } | Error::UnalignedView { .. } => ErrorKind::InvalidInput,
+            Error::InvalidBlockSize { .. }
+            | Error::NoDefaultBlockSize { .. }
+            | Error::UnalignedView { .. } => ErrorKind::InvalidInput,
         }
     }
 }
@@ -247,10 +287,12 @@ impl MinfsNvm {
         MinfsNvm::from_filesystem(&fs, file)
     }
 
-    /// Creates the file `file` of `capacity` bytes in an open filesystem and opens it.
+    /// Creates the file `file` of `capacity` bytes in an open filesystem and opens it, with
+    /// the default block size (see the [crate docs](crate)): what was in its blocks before
+    /// does not count.
     pub fn create_in(fs: &Filesystem, file: &str, capacity: u64) -> Result<MinfsNvm> {
         fs.create(file, capacity)?;
-        MinfsNvm::from_filesystem(fs, file)
+        MinfsNvm::with_default_block_size(fs.open_file(file)?)
     }
 
     /// Opens the existing file `file` of an open filesystem. Any number of files of one
@@ -259,18 +301,43 @@ impl MinfsNvm {
         MinfsNvm::from_handle(fs.open_file(file)?)
     }
 
-    /// A memory over an open minfs file, with the device's logical sector size as block size.
+    /// A memory over an open minfs file. Its block size: the one recorded in the Cannyls
+    /// header at the start of the file, when there is one (refused with
+    /// [`Error::InvalidBlockSize`] if it is not a multiple of the device's logical sector
+    /// size); else the default ([`DEFAULT_BLOCK_SIZE`], or the physical sector size when
+    /// larger).
     pub fn from_handle(file: FileHandle) -> Result<MinfsNvm> {
-        let sector = file.sector_size();
-        let block_size = block_size_for(&file, u64::from(sector))?;
+        match recorded_block_size(&file)? {
+            Some(size) => {
+                let block_size = block_size_for(&file, u64::from(size))?;
+                Ok(MinfsNvm::with(file, block_size))
+            }
+            None => MinfsNvm::with_default_block_size(file),
+        }
+    }
+
+    /// A memory over an open minfs file with the default block size, whatever the file holds.
+    pub fn with_default_block_size(file: FileHandle) -> Result<MinfsNvm> {
+        let physical = file.physical_sector_size();
+        let block_size = block_size_for(&file, u64::from(DEFAULT_BLOCK_SIZE.max(physical)))
+            .map_err(|_| Error::NoDefaultBlockSize {
+                target: file.target().to_string(),
+                file: file.name().to_string(),
+                logical: file.sector_size(),
+                physical,
+            })?;
+        Ok(MinfsNvm::with(file, block_size))
+    }
+
+    fn with(file: FileHandle, block_size: BlockSize) -> MinfsNvm {
         let view_end = block_size.floor_align(file.size());
-        Ok(MinfsNvm {
+        MinfsNvm {
             file,
             block_size,
             view_start: 0,
             view_end,
             position: 0,
-        })
+        }
     }
 
     /// The same memory with block size `block_size`: the capacity is rounded down to it and the
@@ -402,6 +469,20 @@ impl fmt::Debug for MinfsNvm {
             .field("position", &self.position)
             .finish()
     }
+}
+
+/// The block size recorded in the Cannyls storage header at the start of `file`, if it starts
+/// with one (Cannyls' magic number and a header it parses).
+fn recorded_block_size(file: &FileHandle) -> Result<Option<u16>> {
+    let sector = file.sector_size() as usize;
+    if (file.size() as usize) < sector || sector == 0 {
+        return Ok(None);
+    }
+    let mut buf = minfs::AlignedBuf::zeroed(sector, sector);
+    file.read_at(&mut buf, 0)?;
+    Ok(StorageHeader::read_from(&buf[..])
+        .ok()
+        .map(|h| h.block_size.as_u16()))
 }
 
 /// `size` as a block size for `file`, or why not.

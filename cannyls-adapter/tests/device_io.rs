@@ -106,10 +106,11 @@ fn lump_data_goes_to_the_device_from_cannyls_buffer() {
     storage.put(&LumpId::new(1), &data).unwrap();
     let log = dev.take();
     // One write for the lump (the journal record stays buffered until a sync), straight from
-    // the LumpData's buffer: the data plus its trailer, padded to the block size.
+    // the LumpData's buffer: the data plus its trailer, padded to the block size (4096 by
+    // default).
     assert_eq!(log.writes.len(), 1, "{:?}", log.writes);
     assert_eq!(log.writes[0].addr, data.as_bytes().as_ptr() as usize);
-    assert_eq!(log.writes[0].len, 100_352);
+    assert_eq!(log.writes[0].len, 102_400);
 
     let got = storage.get(&LumpId::new(1)).unwrap().unwrap();
     assert_eq!(got.as_bytes(), data.as_bytes());
@@ -130,15 +131,21 @@ fn journal_sync_flushes_the_device() {
 }
 
 #[test]
-fn block_size_4096_makes_every_write_4k_aligned() {
-    let (dev, mut storage) = setup(Some(4096));
-    put_lumps(&mut storage);
-    storage.journal_sync().unwrap();
-    drop(storage);
-    let log = dev.take();
-    assert!(log.writes.len() > 8);
-    for w in &log.writes {
-        assert_eq!((w.offset % 4096, w.len % 4096), (0, 0), "{w:?}");
+fn block_size_4096_the_default_makes_every_write_4k_aligned() {
+    for block_size in [Some(4096), None] {
+        let (dev, mut storage) = setup(block_size);
+        put_lumps(&mut storage);
+        storage.journal_sync().unwrap();
+        drop(storage);
+        let log = dev.take();
+        assert!(log.writes.len() > 8);
+        for w in &log.writes {
+            assert_eq!(
+                (w.offset % 4096, w.len % 4096),
+                (0, 0),
+                "{block_size:?}: {w:?}"
+            );
+        }
     }
 }
 
@@ -146,7 +153,7 @@ fn block_size_4096_makes_every_write_4k_aligned() {
 fn block_size_512_leaves_lumps_unaligned_to_4k() {
     // Why block size 4096 exists: with 512, a 256 KiB lump plus its trailer takes 513 sectors,
     // so the next lump starts off a 4 KiB boundary (read-modify-write on a 512e disk).
-    let (dev, mut storage) = setup(None);
+    let (dev, mut storage) = setup(Some(512));
     dev.take();
     put_lumps(&mut storage);
     let log = dev.take();

@@ -192,16 +192,21 @@ fn split_gives_two_views_of_one_file() {
 fn block_size_choice() {
     let img = image(16 * MIB);
     let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
-    // A file whose size is not a multiple of 4096: the capacity rounds down.
+    // A file whose size is not a multiple of 4096: the capacity rounds down to the default
+    // block size (4096, or the physical sector when larger).
     let nvm = MinfsNvm::create_in(&fs, "odd", 10 * 1024 + 512).unwrap();
     let sector = nvm.sector_size() as u64;
-    assert_eq!(nvm.block_size().as_u16() as u64, sector);
-    assert_eq!(nvm.capacity(), (10 * 1024 + 512) / sector * sector);
-    let nvm = nvm.with_block_size(BlockSize::new(4096).unwrap()).unwrap();
-    assert_eq!(nvm.block_size().as_u16(), 4096);
-    assert_eq!(nvm.capacity(), 8192);
+    let default = 4096u64.max(u64::from(fs.device().physical_sector_size()));
+    assert_eq!(nvm.block_size().as_u16() as u64, default);
+    assert_eq!(nvm.capacity(), (10 * 1024 + 512) / default * default);
+    let nvm = nvm.with_block_size(BlockSize::new(512).unwrap()).unwrap();
+    assert_eq!(nvm.block_size().as_u16(), 512);
+    assert_eq!(nvm.capacity(), 10 * 1024 + 512);
     // A view that does not start on the new block size cannot take it.
-    let nvm = MinfsNvm::from_filesystem(&fs, "odd").unwrap();
+    let nvm = MinfsNvm::from_filesystem(&fs, "odd")
+        .unwrap()
+        .with_block_size(BlockSize::new(sector as u16).unwrap())
+        .unwrap();
     let (_, right) = nvm.split(sector).unwrap();
     match right.with_block_size(BlockSize::new(4096).unwrap()) {
         Err(e @ Error::UnalignedView { .. }) => {
@@ -210,21 +215,19 @@ fn block_size_choice() {
         other => panic!("expected UnalignedView, got {other:?}"),
     }
     // A storage's block size must be a multiple of its memory's: StorageBuilder::new() (512)
-    // refuses 4096-byte memory; storage_builder() matches it.
-    let nvm = MinfsNvm::create_in(&fs, "s", 4 * MIB)
-        .unwrap()
-        .with_block_size(BlockSize::new(4096).unwrap())
-        .unwrap();
+    // refuses the default 4096-byte memory; storage_builder() matches it.
+    let nvm = MinfsNvm::create_in(&fs, "s", 4 * MIB).unwrap();
     let e = StorageBuilder::new().create(nvm).unwrap_err();
     assert_eq!(*e.kind(), ErrorKind::InvalidInput);
-    let nvm = MinfsNvm::from_filesystem(&fs, "s")
-        .unwrap()
-        .with_block_size(BlockSize::new(4096).unwrap())
-        .unwrap();
+    let nvm = MinfsNvm::from_filesystem(&fs, "s").unwrap();
+    assert_eq!(nvm.block_size().as_u16() as u64, default, "no storage yet");
     let storage = nvm.storage_builder().create(nvm).unwrap();
-    assert_eq!(storage.header().block_size.as_u16(), 4096);
+    assert_eq!(storage.header().block_size.as_u16() as u64, default);
     // A larger storage block size on 512-byte memory is fine too.
-    let nvm = MinfsNvm::create_in(&fs, "t", 4 * MIB).unwrap();
+    let nvm = MinfsNvm::create_in(&fs, "t", 4 * MIB)
+        .unwrap()
+        .with_block_size(BlockSize::new(512).unwrap())
+        .unwrap();
     let storage = StorageBuilder::new()
         .block_size(BlockSize::new(4096).unwrap())
         .create(nvm)

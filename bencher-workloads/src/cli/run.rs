@@ -40,9 +40,11 @@ pub struct RunArgs {
     /// rounded up to a MiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub capacity: Option<u64>,
-    /// The storage's block size.
-    #[arg(long, value_name = "BYTES", default_value_t = 512, value_parser = parse_block_size)]
-    pub block_size: u32,
+    /// The storage's block size, 512 or 4096. Default: the backend's — 4096 on `minfs:`
+    /// (`MinfsNvm`'s default: whole physical sectors on 512e disks), 512 elsewhere (Cannyls'
+    /// `FileNvm` and `MemoryNvm`).
+    #[arg(long, value_name = "BYTES", value_parser = parse_block_size)]
+    pub block_size: Option<u32>,
     /// Cannyls' journal_region_ratio (0 < R < 1). Default: 0.01, or more where the workload's
     /// embedded lumps need it.
     #[arg(long, value_name = "R", value_parser = parse_ratio)]
@@ -121,16 +123,19 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
         Ok(ExitCode::FAILURE)
     };
     let ops = &loaded.expansion.ops;
-    let plan = capacity::plan(ops, args.block_size);
+    let block_size = args
+        .block_size
+        .unwrap_or_else(|| args.backend.default_block_size());
+    let plan = capacity::plan(ops, block_size);
     // Cannyls works in whole blocks: an explicit capacity is rounded down to the block size
     // (so that a storage file it made is recognized at the same size next time).
-    let block = u64::from(args.block_size);
+    let block = u64::from(block_size);
     let setup = Setup {
         capacity: args.capacity.map(|c| c / block * block),
         planned: plan.capacity,
         journal_bytes: plan.journal_bytes,
         journal_ratio: args.journal_ratio,
-        block_size: args.block_size,
+        block_size,
         force: args.force,
     };
 

@@ -227,8 +227,13 @@ fn header(out: &mut String, cmp: &Comparison) {
         cmp.runs,
         if cmp.runs == 1 { "" } else { "s" }
     ));
-    if let Some(b) = m.block_size {
-        facts.push(format!("block size {b} bytes"));
+    match m.block_size {
+        Some(b) => facts.push(format!("block size {b} bytes")),
+        // compare.sh without --block-size: minfs at MinfsNvm's 4096, the others at 512.
+        None if m.targets.is_some() => {
+            facts.push("each target's default block size (minfs 4096, the others 512)".into())
+        }
+        None => {}
     }
     facts.push(match m.seed {
         Some(s) => format!("seed {s}"),

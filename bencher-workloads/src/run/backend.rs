@@ -15,8 +15,11 @@
 //! capacity. Anything else at PATH (a file that does not start with a Cannyls header) is
 //! refused rather than overwritten.
 //!
-//! Block size: the storage's (`StorageBuilder::block_size`). minfs takes 512 or 4096 when it
-//! is a multiple of the device's logical sector size ([`MinfsNvm::with_block_size`]).
+//! Block size: the storage's (`StorageBuilder::block_size`); by default the backend's
+//! ([`BackendSpec::default_block_size`]): `minfs:` follows [`MinfsNvm`]'s default, 4096
+//! ([`cannyls_adapter::DEFAULT_BLOCK_SIZE`]: every write covers whole 4 KiB physical sectors, so a
+//! 512e disk never read-modify-writes one), the others Cannyls' 512. minfs takes 512 or 4096
+//! when it is a multiple of the device's logical sector size ([`MinfsNvm::with_block_size`]).
 //! `FileNvm` and `MemoryNvm` report 512, and Cannyls accepts any storage block size that is a
 //! multiple of it, so 4096 applies to them too: all journal and data I/O is then 4096-aligned
 //! (only the header read at open stays 512 bytes).
@@ -117,6 +120,18 @@ impl FromStr for BackendSpec {
             other => Err(format!(
                 "`{s}`: unknown backend `{other}`: expected {SPEC_FORMS}"
             )),
+        }
+    }
+}
+
+impl BackendSpec {
+    /// The block size a run uses without `--block-size`: [`MinfsNvm`]'s default
+    /// ([`cannyls_adapter::DEFAULT_BLOCK_SIZE`], 4096) on `minfs:`, 512 on the others
+    /// (`FileNvm` and `MemoryNvm` report 512, and Cannyls' `StorageBuilder` defaults to it).
+    pub fn default_block_size(&self) -> u32 {
+        match self {
+            BackendSpec::Minfs { .. } => cannyls_adapter::DEFAULT_BLOCK_SIZE,
+            _ => 512,
         }
     }
 }
@@ -363,7 +378,9 @@ fn minfs_nvm(
                 stat.size,
                 target.display()
             ));
-            MinfsNvm::from_filesystem(&fs, file).map_err(|e| e.to_string())?
+            // Formatted anew: whatever block size the old storage recorded does not count.
+            let handle = fs.open_file(file).map_err(|e| e.to_string())?;
+            MinfsNvm::with_default_block_size(handle).map_err(|e| e.to_string())?
         }
         Err(minfs::Error::FileNotFound { .. }) => {
             let capacity = setup.capacity.unwrap_or(setup.planned);

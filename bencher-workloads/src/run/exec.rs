@@ -50,6 +50,10 @@ pub struct Outcome {
     pub embed_bytes: u64,
     /// Payload bytes read by gets.
     pub get_bytes: u64,
+    /// The peak of the data region's usage as Cannyls' allocator counts it (bytes allocated −
+    /// released: lumps rounded up to the block size, with their trailers), sampled after every
+    /// operation; `None` when not measured (a replay).
+    pub data_usage_peak_bytes: Option<u64>,
 }
 
 /// Why a run stopped.
@@ -231,7 +235,9 @@ fn execute_inner<N: NonVolatileMemory>(
         put_bytes: 0,
         embed_bytes: 0,
         get_bytes: 0,
+        data_usage_peak_bytes: Some(0),
     };
+    let mut peak_usage = 0u64;
     let mut last_progress = 0u64;
     let wall_start = monotonic_ns();
     for (seq, op) in ops.iter().enumerate() {
@@ -387,6 +393,7 @@ fn execute_inner<N: NonVolatileMemory>(
         };
         out.recorder.record(kind, end - start, bytes);
         out.ops += 1;
+        peak_usage = peak_usage.max(storage.metrics().data_region().usage_bytes());
         if let Some(log) = hooks.op_log.as_mut() {
             log.record(seq, op, bytes, start, end)
                 .map_err(RunError::OpLog)?;
@@ -399,5 +406,6 @@ fn execute_inner<N: NonVolatileMemory>(
         }
     }
     out.wall_ns = monotonic_ns() - wall_start;
+    out.data_usage_peak_bytes = Some(peak_usage);
     Ok(out)
 }

@@ -217,7 +217,7 @@ pub fn exercise_storage(storage: &mut Storage<MinfsNvm>, salt: u64, big: bool) -
 }
 
 /// The whole single-storage scenario on `target`: create a storage in minfs file `file`
-/// (block size `block_size`, default the sector size), exercise it, `journal_sync`, drop, reopen
+/// (block size `block_size`, default 4096 or the physical sector size), exercise it, `journal_sync`, drop, reopen
 /// and verify every lump. Returns the storage's block size.
 pub fn storage_scenario(
     target: &Path,
@@ -226,14 +226,14 @@ pub fn storage_scenario(
     big: bool,
 ) -> BlockSize {
     let mut nvm = MinfsNvm::create(target, file, capacity_for(big)).expect("create nvm");
-    let sector = nvm.sector_size();
+    let default = cannyls_adapter::DEFAULT_BLOCK_SIZE.max(nvm.file_handle().physical_sector_size());
     if let Some(bs) = block_size {
         nvm = nvm.with_block_size(bs).expect("block size");
     }
     let bs = nvm.block_size();
     assert_eq!(
         u32::from(bs.as_u16()),
-        block_size.map_or(sector, |b| u32::from(b.as_u16()))
+        block_size.map_or(default, |b| u32::from(b.as_u16()))
     );
     assert_eq!(nvm.capacity(), capacity_for(big));
     let mut storage = nvm.storage_builder().create(nvm).expect("create storage");

@@ -20,6 +20,24 @@
 //! the 4 KiB physical sector of a 512e disk, which most drives honour but the contract, and
 //! minfs, do not rely on): writes then tear only at multiples of that unit on the device.
 //!
+//! # 512e media: read-modify-write of physical sectors
+//! [`MediaState::with_rmw_physical`] models a 512e drive (512-byte logical sectors, 4 KiB
+//! physical ones) **without power-loss protection** for its internal read-modify-write: a
+//! pending write that covers only *part* of a physical sector makes the drive read that physical
+//! sector, merge the new logical sectors in and write all of it back; a power cut during that
+//! write can ruin the whole physical sector — all its logical sectors, including neighbours the
+//! host never touched and that were flushed long before (Dell, "4K Sector HDD FAQ", 2014: most
+//! client, cloud and cold drives have no protection for it; enterprise drives keep it in
+//! non-volatile cache). Such a write then has, besides today's fates (the physical sector
+//! comes back old, or new — the merged content — or torn at logical sectors as always),
+//! [`Fate::Ruined`]: each physical sector it covers only in part comes back either
+//! **unreadable** (every logical sector of it fails to read with `EIO` on the
+//! [`CrashDevice`], [`CrashDevice::make_unreadable`]) or **garbage** (deterministic
+//! pseudo-random bytes); the rest of the write is lost or kept. A write of whole physical
+//! sectors keeps today's fates only. The ruin is the last thing that happens (the power cut):
+//! it wins over every other write. [`MediaState::image`] has no unreadable sectors: there they
+//! are garbage too.
+//!
 //! The surviving writes are applied in their original order, so where pending writes overlap
 //! the later one wins. [`MediaState::variants`] enumerates every combination of lost, kept,
 //! prefix and suffix fates when there are few enough, and otherwise samples them.
@@ -216,12 +234,33 @@ pub enum Fate {
     Suffix(u32),
     /// Each piece reached the media or not, as drawn from this seed.
     Subset(u64),
+    /// Only with [`MediaState::with_rmw_physical`], for a write that covers some physical
+    /// sector only in part: every such physical sector is ruined (all its logical sectors);
+    /// the write's other pieces all reached the media or none did.
+    Ruined(Ruin),
+}
+
+/// How [`Fate::Ruined`] leaves a write (see the [module docs](self#512e-media-read-modify-write-of-physical-sectors)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ruin {
+    /// The ruined physical sectors fail to read (`EIO`) on a [`CrashDevice`], rather than
+    /// reading back garbage.
+    pub unreadable: bool,
+    /// The write's pieces outside its partly covered physical sectors reached the media (else
+    /// none of them did).
+    pub rest_kept: bool,
 }
 
 impl Fate {
-    /// Whether only part of the write reached the media.
+    /// Whether only part of the write reached the media (torn at a piece boundary; not
+    /// [`Fate::Ruined`]).
     pub fn is_torn(self) -> bool {
         matches!(self, Fate::Prefix(_) | Fate::Suffix(_) | Fate::Subset(_))
+    }
+
+    /// Whether the write ruined the physical sectors it covered in part ([`Fate::Ruined`]).
+    pub fn is_ruined(self) -> bool {
+        matches!(self, Fate::Ruined(_))
     }
 
     /// Whether piece `i` of a write of `n` pieces reached the media.
@@ -232,6 +271,7 @@ impl Fate {
             Fate::Prefix(k) => i < k,
             Fate::Suffix(k) => i >= n.saturating_sub(k),
             Fate::Subset(seed) => subset.get_or_insert_with(|| XorShift::new(seed)).next() & 1 == 1,
+            Fate::Ruined(r) => r.rest_kept,
         }
     }
 }
@@ -293,6 +333,9 @@ pub struct MediaState {
     sector: u32,
     /// Writes tear only at multiples of this (≥ `sector`).
     unit: u32,
+    /// The physical sector of a 512e drive whose read-modify-write can ruin it
+    /// ([`MediaState::with_rmw_physical`]).
+    rmw: Option<u32>,
 }
 
 impl fmt::Debug for MediaState {
@@ -301,6 +344,7 @@ impl fmt::Debug for MediaState {
             .field("len", &self.durable.len())
             .field("sector", &self.sector)
             .field("unit", &self.unit)
+            .field("rmw", &self.rmw)
             .field(
                 "pending",
                 &self
@@ -326,6 +370,7 @@ impl MediaState {
             pending: Vec::new(),
             sector: logical_sector_size,
             unit: logical_sector_size,
+            rmw: None,
         }
     }
 
@@ -345,6 +390,70 @@ impl MediaState {
     /// The size writes tear at.
     pub fn atomic_unit(&self) -> u32 {
         self.unit
+    }
+
+    /// The same media as a 512e drive without power-loss protection for its read-modify-write
+    /// of `physical`-byte physical sectors: a pending write covering some physical sector only
+    /// in part may also be [`Fate::Ruined`] (see the
+    /// [module docs](self#512e-media-read-modify-write-of-physical-sectors)). `physical` is a
+    /// power-of-two multiple of the logical sector; equal to it, nothing changes.
+    pub fn with_rmw_physical(self, physical: u32) -> MediaState {
+        assert!(
+            physical.is_power_of_two() && physical >= self.sector,
+            "physical sector {physical} is not a power-of-two multiple of the {}-byte sector",
+            self.sector
+        );
+        MediaState {
+            rmw: Some(physical),
+            ..self
+        }
+    }
+
+    /// The physical sector size of [`MediaState::with_rmw_physical`], if set.
+    pub fn rmw_physical(&self) -> Option<u32> {
+        self.rmw
+    }
+
+    /// The physical sectors (byte offsets) that pending write `i` covers only in part, when
+    /// the media is [`MediaState::with_rmw_physical`] (else none): at most its first and its
+    /// last.
+    pub fn partial_physical_of(&self, i: usize) -> Vec<u64> {
+        let (Some(p), Some(w)) = (self.rmw, self.pending.get(i)) else {
+            return Vec::new();
+        };
+        let p = u64::from(p);
+        if w.data.is_empty() || p == u64::from(self.sector) {
+            return Vec::new();
+        }
+        let end = w.offset + w.data.len() as u64;
+        let first = w.offset / p * p;
+        let last = (end - 1) / p * p;
+        let mut out = Vec::new();
+        if w.offset != first || end < first + p {
+            out.push(first);
+        }
+        if last != first && end != last + p {
+            out.push(last);
+        }
+        out
+    }
+
+    /// The physical sectors ruined when pending write `i` meets `fates[i]`, in order, with
+    /// whether each is unreadable (else garbage): those of every [`Fate::Ruined`] write.
+    pub fn ruined_sectors(&self, fates: &[Fate]) -> Vec<(u64, bool)> {
+        let mut out: Vec<(u64, bool)> = Vec::new();
+        for (i, &fate) in fates.iter().enumerate() {
+            if let Fate::Ruined(r) = fate {
+                for at in self.partial_physical_of(i) {
+                    match out.iter_mut().find(|(o, _)| *o == at) {
+                        // Unreadable wins over garbage.
+                        Some(e) => e.1 |= r.unreadable,
+                        None => out.push((at, r.unreadable)),
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The durable image (what a crash that loses every pending write leaves).
@@ -430,11 +539,45 @@ impl MediaState {
     /// The fates [`MediaState::variants`] enumerates for pending write `i`: lost, kept, and for
     /// a write of n > 1 pieces ([`MediaState::pieces_of`]) every prefix and suffix of 1..n
     /// pieces.
+    ///
+    /// With [`MediaState::with_rmw_physical`], a write that covers a physical sector in part
+    /// has also [`Fate::Ruined`]: unreadable or garbage, the rest of it lost, and (when it has
+    /// pieces outside its partly covered physical sectors) kept.
     pub fn fates(&self, i: usize) -> Vec<Fate> {
         let n = self.piece_count(i);
         let mut v = vec![Fate::Lost, Fate::Kept];
         v.extend((1..n).map(Fate::Prefix));
         v.extend((1..n).map(Fate::Suffix));
+        v.extend(self.ruins(i).into_iter().map(Fate::Ruined));
+        v
+    }
+
+    /// The [`Ruin`]s pending write `i` may meet (none unless it covers a physical sector in
+    /// part on [`MediaState::with_rmw_physical`] media).
+    fn ruins(&self, i: usize) -> Vec<Ruin> {
+        let partial = self.partial_physical_of(i);
+        if partial.is_empty() {
+            return Vec::new();
+        }
+        // Pieces outside the partly covered physical sectors: the write touches more physical
+        // sectors than those.
+        let p = u64::from(self.rmw.unwrap_or(self.sector));
+        let w = &self.pending[i];
+        let end = w.offset + w.data.len() as u64;
+        let has_rest = (end - 1) / p - w.offset / p + 1 > partial.len() as u64;
+        let mut v = Vec::new();
+        for unreadable in [true, false] {
+            v.push(Ruin {
+                unreadable,
+                rest_kept: false,
+            });
+            if has_rest {
+                v.push(Ruin {
+                    unreadable,
+                    rest_kept: true,
+                });
+            }
+        }
         v
     }
 
@@ -449,7 +592,9 @@ impl MediaState {
     /// The crash variants to check, as one fate per pending write.
     ///
     /// When there are at most `max` combinations of the [`MediaState::fates`], all of them.
-    /// Otherwise `max` of them (`max` ≥ 2): every write lost, every write kept, then for each
+    /// Otherwise `max` of them (`max` ≥ 2): every write lost, every write kept, then (512e
+    /// media) each [`Fate::Ruined`] of each write with the writes before it kept and the ones
+    /// after it lost, then for each
     /// pending write the stream cut inside it at each physical-sector boundary
     /// (`physical_sector_size`: the writes before it kept, a prefix of it, the ones after lost),
     /// then random combinations drawn from `seed` (lost, kept, prefixes, suffixes and random
@@ -479,6 +624,16 @@ impl MediaState {
         }
         let n = self.pending.len();
         let mut out: Vec<Vec<Fate>> = vec![vec![Fate::Lost; n], vec![Fate::Kept; n]];
+        // 512e media: each ruin of each write, the writes before it kept, the ones after lost.
+        for i in 0..n {
+            for r in self.ruins(i) {
+                let mut v = vec![Fate::Kept; i];
+                v.push(Fate::Ruined(r));
+                v.resize(n, Fate::Lost);
+                out.push(v);
+            }
+        }
+        out.truncate(max);
         let physical = u64::from(physical_sector_size.max(1));
         'cuts: for i in 0..n {
             for (k, (at, _)) in self.pieces_of(i).into_iter().enumerate().skip(1) {
@@ -508,7 +663,8 @@ impl MediaState {
     }
 
     /// One random variant drawn from `seed`: each pending write independently lost, kept,
-    /// torn to a prefix, a suffix or a random subset of its pieces.
+    /// torn to a prefix, a suffix or a random subset of its pieces (or, on 512e media, one time
+    /// in four for a write that covers a physical sector in part, [`Fate::Ruined`]).
     pub fn random_variant(&self, seed: u64) -> Vec<Fate> {
         self.random_variant_with(&mut XorShift::new(seed))
     }
@@ -516,6 +672,10 @@ impl MediaState {
     fn random_variant_with(&self, rng: &mut XorShift) -> Vec<Fate> {
         (0..self.pending.len())
             .map(|i| {
+                let ruins = self.ruins(i);
+                if !ruins.is_empty() && rng.below(4) == 0 {
+                    return Fate::Ruined(ruins[rng.below(ruins.len() as u64) as usize]);
+                }
                 let n = self.piece_count(i);
                 let choice = if n > 1 { rng.below(5) } else { rng.below(2) };
                 match choice {
@@ -553,10 +713,18 @@ impl MediaState {
         self.for_each_kept(fates, |at, bytes| {
             overlay.insert(at, Box::<[u8]>::from(bytes));
         });
+        let mut bad = BadSectors::new(self.sector);
+        if let Some(p) = self.rmw {
+            for (at, unreadable) in self.ruined_sectors(fates) {
+                if unreadable {
+                    bad.mark(at, u64::from(p));
+                }
+            }
+        }
         CrashDevice {
             base: self.durable.clone(),
             overlay: Mutex::new(overlay),
-            bad: Mutex::new(BadSectors::new(self.sector)),
+            bad: Mutex::new(bad),
             logical: self.sector,
             physical: physical_sector_size,
         }
@@ -564,7 +732,9 @@ impl MediaState {
 
     /// Calls `f(offset, bytes)` for each logical sector of the pending writes that reaches the
     /// media when pending write `i` meets `fates[i]`, in write order (later calls win): the
-    /// durable image plus these is the crash image, without copying the image.
+    /// durable image plus these is the crash image, without copying the image. Last come the
+    /// logical sectors of the physical sectors that [`Fate::Ruined`] writes ruined, as garbage
+    /// (drawn from their offset).
     pub fn for_each_kept(&self, fates: &[Fate], mut f: impl FnMut(u64, &[u8])) {
         assert_eq!(
             fates.len(),
@@ -583,6 +753,17 @@ impl MediaState {
                         f(w.offset + sector as u64, &w.data[sector..sector + s]);
                     }
                 }
+            }
+        }
+        let Some(physical) = self.rmw else { return };
+        let mut garbage = vec![0u8; s];
+        for (at, _) in self.ruined_sectors(fates) {
+            for sector in (at..at + u64::from(physical)).step_by(s) {
+                let mut rng = XorShift::new(sector ^ 0x6A09_E667_F3BC_C908);
+                for b in garbage.chunks_mut(8) {
+                    b.copy_from_slice(&rng.next().to_le_bytes()[..b.len()]);
+                }
+                f(sector, &garbage);
             }
         }
     }
@@ -998,7 +1179,7 @@ mod tests {
                     assert_eq!(kept, k as usize);
                     assert_eq!(img[8191], 1);
                 }
-                Fate::Subset(_) => unreachable!("not enumerated"),
+                Fate::Subset(_) | Fate::Ruined(_) => unreachable!("not enumerated"),
             }
             // Sectors are whole: old or new, never mixed.
             for s in img.chunks(512) {
@@ -1063,6 +1244,158 @@ mod tests {
                 assert!(new == 0 || new == len, "{v:?}: piece at {at} torn");
             }
         }
+    }
+
+    /// 512e media: a write of one logical sector inside a flushed physical sector comes back
+    /// old, new (merged), or with the whole physical sector ruined — unreadable or garbage,
+    /// its flushed neighbours too.
+    #[test]
+    fn a_512e_partial_write_comes_back_old_new_or_with_its_physical_sector_ruined() {
+        let dev = FaultDevice::new(16384, 512, 4096);
+        dev.write_at(&aligned(8192, 1), 0).unwrap();
+        dev.flush().unwrap();
+        dev.write_at(&aligned(512, 2), 1024).unwrap();
+        let plain = dev.media();
+        assert_eq!(plain.fates(0), vec![Fate::Lost, Fate::Kept], "not 512e");
+        let media = plain.with_rmw_physical(4096);
+        assert_eq!(media.partial_physical_of(0), vec![0]);
+        let fates = media.fates(0);
+        assert_eq!(fates.len(), 4, "{fates:?}");
+        let mut seen = [false; 4];
+        let mut buf = aligned(4096, 0);
+        for fate in fates {
+            let img = media.image(&[fate]);
+            let crash = media.crash_device(&[fate], 4096);
+            assert_eq!(crash.to_vec(), img, "{fate:?}");
+            // The next physical sector is never touched.
+            assert!(img[4096..8192].iter().all(|&b| b == 1), "{fate:?}");
+            crash.read_at(&mut buf, 4096).unwrap();
+            let sectors: Vec<&[u8]> = img[..4096].chunks(512).collect();
+            match fate {
+                Fate::Lost => {
+                    seen[0] = true;
+                    assert!(img[..4096].iter().all(|&b| b == 1));
+                }
+                Fate::Kept => {
+                    seen[1] = true;
+                    assert!(sectors[2].iter().all(|&b| b == 2));
+                    assert!(sectors[1].iter().chain(sectors[3]).all(|&b| b == 1));
+                }
+                Fate::Ruined(r) => {
+                    // Every logical sector of the physical sector, the flushed neighbours
+                    // too: neither old nor new.
+                    for s in &sectors {
+                        assert!(s.iter().any(|&b| b != 1) && s.iter().any(|&b| b != 2));
+                    }
+                    assert!(!r.rest_kept || fate != Fate::Lost);
+                    if r.unreadable {
+                        seen[2] = true;
+                        assert_eq!(crash.unreadable_sectors().len(), 8);
+                        for at in (0..4096).step_by(512) {
+                            let e = crash.read_at(&mut buf[..512], at).unwrap_err();
+                            assert!(e.to_string().contains("unreadable"), "{e}");
+                        }
+                    } else {
+                        seen[3] = true;
+                        assert!(crash.unreadable_sectors().is_empty());
+                        crash.read_at(&mut buf, 0).unwrap();
+                        assert_eq!(&buf[..], &img[..4096]);
+                    }
+                    assert_eq!(media.ruined_sectors(&[fate]), vec![(0, r.unreadable)]);
+                }
+                other => panic!("unexpected fate {other:?}"),
+            }
+        }
+        assert_eq!(seen, [true; 4], "old, new, unreadable, garbage");
+        // Garbage is deterministic.
+        let g = Fate::Ruined(Ruin {
+            unreadable: false,
+            rest_kept: false,
+        });
+        assert_eq!(media.image(&[g]), media.image(&[g]));
+    }
+
+    /// 512e media: a write with a partial head and tail sector has both ruined, and the whole
+    /// physical sectors between them lost or kept; whole-physical-sector writes keep today's
+    /// fates; every variant is enumerated, sampled and drawn deterministically.
+    #[test]
+    fn a_512e_write_ruins_only_its_partial_physical_sectors() {
+        let dev = FaultDevice::new(1 << 16, 512, 4096);
+        dev.write_at(&aligned(16384, 1), 0).unwrap();
+        dev.flush().unwrap();
+        // Sectors 3584..8704: head [0, 4096) and tail [8192, 12288) partial, [4096, 8192) whole.
+        dev.write_at(&aligned(5120, 2), 3584).unwrap();
+        // A whole physical sector.
+        dev.write_at(&aligned(4096, 3), 12288).unwrap();
+        let plain = dev.media();
+        let media = plain.clone().with_rmw_physical(4096);
+        assert_eq!(media.partial_physical_of(0), vec![0, 8192]);
+        assert!(media.partial_physical_of(1).is_empty());
+        assert_eq!(
+            media.fates(1),
+            plain.fates(1),
+            "whole sectors: today's fates"
+        );
+        assert_eq!(media.fates(0).len(), plain.fates(0).len() + 4);
+        assert_eq!(
+            media.variant_count(),
+            (plain.fates(0).len() as u64 + 4) * plain.fates(1).len() as u64
+        );
+        for unreadable in [true, false] {
+            for rest_kept in [true, false] {
+                let fates = [
+                    Fate::Ruined(Ruin {
+                        unreadable,
+                        rest_kept,
+                    }),
+                    Fate::Kept,
+                ];
+                let img = media.image(&fates);
+                let crash = media.crash_device(&fates, 4096);
+                let whole = if rest_kept { 2 } else { 1 };
+                assert!(img[4096..8192].iter().all(|&b| b == whole), "{fates:?}");
+                assert!(img[12288..16384].iter().all(|&b| b == 3), "{fates:?}");
+                for at in [0usize, 3584, 8192, 11776] {
+                    let s = &img[at..at + 512];
+                    assert!(s.iter().any(|&b| b != 1) && s.iter().any(|&b| b != 2));
+                }
+                let bad = crash.unreadable_sectors();
+                if unreadable {
+                    assert_eq!(bad.len(), 16);
+                    assert_eq!((bad[0], bad[8]), (0, 8192));
+                } else {
+                    assert!(bad.is_empty());
+                }
+            }
+        }
+        // Enumerated when few: every ruin is among the variants.
+        let all = media.variants(1000, 4096, 1);
+        assert_eq!(all.len() as u64, media.variant_count());
+        assert_eq!(
+            all.iter().filter(|v| v[0].is_ruined()).count(),
+            4 * plain.fates(1).len()
+        );
+        // Sampled when many: each ruin right after all lost and all kept.
+        let some = media.variants(6, 4096, 1);
+        assert_eq!(some.len(), 6);
+        assert!(some[2..]
+            .iter()
+            .all(|v| v[0].is_ruined() && v[1] == Fate::Lost));
+        assert_eq!(some, media.variants(6, 4096, 1));
+        // Random variants: deterministic, some ruined, never on plain media.
+        let drawn: Vec<Vec<Fate>> = (0..200).map(|s| media.random_variant(s)).collect();
+        assert!(drawn.iter().any(|v| v[0].is_ruined()));
+        assert!(drawn.iter().all(|v| !v[1].is_ruined()));
+        assert_eq!(drawn[7], media.random_variant(7));
+        assert!((0..200).all(|s| !plain.random_variant(s)[0].is_ruined()));
+        // Logical = physical: nothing is partial.
+        let dev = FaultDevice::new(8192, 4096, 4096);
+        dev.write_at(&aligned(4096, 1), 4096).unwrap();
+        assert!(dev
+            .media()
+            .with_rmw_physical(4096)
+            .partial_physical_of(0)
+            .is_empty());
     }
 
     #[test]

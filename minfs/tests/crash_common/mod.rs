@@ -557,6 +557,9 @@ pub struct Verdict {
     pub overlap: bool,
     /// Data sectors checked.
     pub sectors: u64,
+    /// Data sectors not checked because a 512e read-modify-write ruined their physical sector
+    /// (a data write of part of a physical sector, see [`RunLog::check_image_ruined`]).
+    pub ruined_sectors: u64,
 }
 
 impl Verdict {
@@ -584,6 +587,10 @@ pub struct Tally {
     pub recovery_crashes: u64,
     /// Data sectors checked.
     pub sectors: u64,
+    /// Images with a physical sector ruined by a 512e read-modify-write.
+    pub ruined_images: u64,
+    /// Data sectors left unchecked because their physical sector was ruined.
+    pub ruined_sectors: u64,
 }
 
 impl Tally {
@@ -595,6 +602,7 @@ impl Tally {
         self.lost_data += u64::from(v.lost_data);
         self.overlaps += u64::from(v.overlap);
         self.sectors += v.sectors;
+        self.ruined_sectors += v.ruined_sectors;
     }
 
     pub fn merge(&mut self, o: &Tally) {
@@ -608,6 +616,8 @@ impl Tally {
         self.panics += o.panics;
         self.recovery_crashes += o.recovery_crashes;
         self.sectors += o.sectors;
+        self.ruined_images += o.ruined_images;
+        self.ruined_sectors += o.ruined_sectors;
     }
 
     pub fn failures(&self) -> u64 {
@@ -703,6 +713,23 @@ impl RunLog {
         allowed: &[Option<&Snapshot>],
         why: &mut Vec<String>,
     ) -> Verdict {
+        self.check_image_ruined(dev, k, allowed, &[], why)
+    }
+
+    /// [`RunLog::check_image`] of a 512e crash image in which the physical sectors at
+    /// `ruined` (byte offsets, of the geometry's physical size) were ruined by a
+    /// read-modify-write: every check as usual — minfs's metadata is never written in part of
+    /// a physical sector, so it must not notice — except that data sectors in them are not
+    /// compared (counted in [`Verdict::ruined_sectors`]): a data write of part of a physical
+    /// sector is the caller's choice and loses what shares that sector on such a drive.
+    pub fn check_image_ruined(
+        &self,
+        dev: Arc<dyn BlockDevice>,
+        k: u64,
+        allowed: &[Option<&Snapshot>],
+        ruined: &[u64],
+        why: &mut Vec<String>,
+    ) -> Verdict {
         let mut v = Verdict::default();
         let may_be_blank = !self.formatted_by(k) || allowed.iter().any(|s| s.is_none());
         // fsck before open: at most one slot invalid or one commit behind (an interrupted
@@ -783,8 +810,11 @@ impl RunLog {
         }
         // The data.
         if let Some(state) = state {
-            match self.check_data(&fs, state, k) {
-                Ok(n) => v.sectors = n,
+            match self.check_data(&fs, state, k, ruined) {
+                Ok((n, r)) => {
+                    v.sectors = n;
+                    v.ruined_sectors = r;
+                }
                 Err(e) => {
                     v.lost_data = true;
                     why.push(e);
@@ -825,9 +855,19 @@ impl RunLog {
     /// last write promised durable at crash point `k` ([`RunLog::promised_durable`]) or of a
     /// later write begun by then (a sector no write was promised durable for is not checked:
     /// its old content is unknown).
-    fn check_data(&self, fs: &Filesystem, state: &Snapshot, k: u64) -> Result<u64, String> {
+    /// Data sectors in the physical sectors at `ruined` are skipped, and counted (the second
+    /// number returned).
+    fn check_data(
+        &self,
+        fs: &Filesystem,
+        state: &Snapshot,
+        k: u64,
+        ruined: &[u64],
+    ) -> Result<(u64, u64), String> {
         let mut checked = 0;
+        let mut skipped = 0;
         let lss = u64::from(self.geometry.logical);
+        let pss = u64::from(self.geometry.physical);
         for (name, &created) in &state.created_by {
             let file = (name.clone(), created);
             let writes: Vec<&DataWrite> = self.writes.iter().filter(|w| w.file == file).collect();
@@ -836,6 +876,18 @@ impl RunLog {
             }
             let f = fs.open_file(name).map_err(|e| e.to_string())?;
             let size = f.size();
+            // Device byte offset of a file offset.
+            let extents = f.extents();
+            let device_offset = |at: u64| {
+                let mut pos = 0;
+                for e in &extents {
+                    if at < pos + e.byte_len() {
+                        return Some(e.byte_offset() + (at - pos));
+                    }
+                    pos += e.byte_len();
+                }
+                None
+            };
             // Sectors to check, by file offset.
             let mut sectors: Vec<u64> = writes
                 .iter()
@@ -871,6 +923,12 @@ impl RunLog {
                 let Some(last_durable) = cands.iter().rposition(|c| c.1) else {
                     continue; // the old content is unknown
                 };
+                if !ruined.is_empty()
+                    && device_offset(at).is_some_and(|d| ruined.contains(&(d / pss * pss)))
+                {
+                    skipped += 1;
+                    continue;
+                }
                 f.read_at(&mut buf, at).map_err(|e| e.to_string())?;
                 checked += 1;
                 let ok = cands[last_durable..].iter().any(|&(stamp, _)| {
@@ -885,7 +943,7 @@ impl RunLog {
                 }
             }
         }
-        Ok(checked)
+        Ok((checked, skipped))
     }
 }
 
