@@ -76,14 +76,19 @@
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cannyls::block::BlockSize;
 use cannyls::nvm::NonVolatileMemory;
 use cannyls::storage::StorageBuilder;
 use cannyls::ErrorKind;
-use minfs::{FileHandle, Filesystem, OpenMode};
+use minfs::{AlignedBuf, FileHandle, Filesystem, OpenMode};
 use trackable::error::ErrorKindExt;
 use trackable::track;
+
+pub mod recovery;
+
+pub use recovery::{Inspection, RecoveryReport};
 
 /// Errors of opening, creating or configuring a [`MinfsNvm`].
 ///
@@ -120,6 +125,20 @@ pub enum Error {
         /// The block size asked for.
         block_size: u64,
     },
+    /// The Cannyls journal in the file cannot be read from its head, so no position can be
+    /// shown to be its end: the storage is not opened (see [`recovery`]).
+    JournalUnrepairable {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// The ring head from the journal header.
+        head: u64,
+        /// Ring position where the walk stopped.
+        at: u64,
+        /// What was found there.
+        found: recovery::Unreadable,
+    },
 }
 
 impl fmt::Display for Error {
@@ -147,6 +166,18 @@ impl fmt::Display for Error {
                 "{target}: file {file:?}: this view starts at byte {view_start}, which is not a \
                  multiple of block size {block_size} (choose the block size before splitting)"
             ),
+            Error::JournalUnrepairable {
+                target,
+                file,
+                head,
+                at,
+                found,
+            } => write!(
+                f,
+                "{target}: file {file:?}: the Cannyls journal cannot be repaired with certainty: \
+                 walking from the head at ring position {head}, found {found} at ring position \
+                 {at}; nothing shows where the journal ended, so the storage is not opened"
+            ),
         }
     }
 }
@@ -172,6 +203,7 @@ impl Error {
         match self {
             Error::Minfs(e) => minfs_kind(e),
             Error::InvalidBlockSize { .. } | Error::UnalignedView { .. } => ErrorKind::InvalidInput,
+            Error::JournalUnrepairable { .. } => ErrorKind::StorageCorrupted,
         }
     }
 }
@@ -225,6 +257,41 @@ pub struct MinfsNvm {
     /// The cursor, relative to `view_start`; always a multiple of the block size and at most
     /// the capacity.
     position: u64,
+    /// Shared by every view of this memory: the journal's place and the held commit unit.
+    shared: Arc<Mutex<Shared>>,
+    /// The journal repair made when this memory was opened, if any.
+    recovery: Option<RecoveryReport>,
+}
+
+/// What the views of one memory share (see "Write order" in the crate docs).
+#[derive(Debug, Default)]
+struct Shared {
+    /// Whether the storage header was looked for (once, at open or at the first split).
+    layout_read: bool,
+    /// File ranges of the journal header block and of the ring, once known.
+    journal: Option<JournalPlace>,
+    /// The held commit unit of the ring: file offset and bytes.
+    held: Option<(u64, AlignedBuf)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct JournalPlace {
+    header: (u64, u64),
+    ring: (u64, u64),
+}
+
+impl JournalPlace {
+    fn of(layout: &recovery::Layout) -> JournalPlace {
+        let start = layout.journal_start;
+        JournalPlace {
+            header: (start, layout.ring_start()),
+            ring: (layout.ring_start(), start + layout.journal_size),
+        }
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl MinfsNvm {
@@ -260,17 +327,64 @@ impl MinfsNvm {
     }
 
     /// A memory over an open minfs file, with the device's logical sector size as block size.
+    ///
+    /// If the file holds a Cannyls storage whose journal ends in a torn, unacknowledged write
+    /// (which Cannyls would refuse with `StorageCorrupted`), the journal is cut there first and
+    /// the repair is reported by [`MinfsNvm::recovery`] and a `log` warning; see [`recovery`].
+    /// Fails with [`Error::JournalUnrepairable`] when the journal cannot be read from its head.
     pub fn from_handle(file: FileHandle) -> Result<MinfsNvm> {
         let sector = file.sector_size();
         let block_size = block_size_for(&file, u64::from(sector))?;
         let view_end = block_size.floor_align(file.size());
+        let mut shared = Shared::default();
+        let mut report = None;
+        match recovery::inspect(&file, 0, view_end)? {
+            Inspection::NoStorage(_) => {}
+            Inspection::Clean { layout, .. } => {
+                shared.layout_read = true;
+                shared.journal = Some(JournalPlace::of(&layout));
+            }
+            Inspection::TornTail(cut) => {
+                shared.layout_read = true;
+                shared.journal = Some(JournalPlace::of(&cut.layout));
+                let cleared = recovery::repair(&file, 0, &cut)?;
+                let r = RecoveryReport {
+                    target: file.target().to_string(),
+                    file: file.name().to_string(),
+                    file_offset: cut.layout.ring_start() + cut.at,
+                    cut,
+                    cleared,
+                };
+                log::warn!("{r}");
+                report = Some(r);
+            }
+            Inspection::Unrepairable {
+                head, at, found, ..
+            } => {
+                return Err(Error::JournalUnrepairable {
+                    target: file.target().to_string(),
+                    file: file.name().to_string(),
+                    head,
+                    at,
+                    found,
+                })
+            }
+        }
         Ok(MinfsNvm {
             file,
             block_size,
             view_start: 0,
             view_end,
             position: 0,
+            shared: Arc::new(Mutex::new(shared)),
+            recovery: report,
         })
+    }
+
+    /// The journal repair made when this memory was opened (`None` when the journal was
+    /// clean, or the file holds no storage yet): where the journal was cut and what was found.
+    pub fn recovery(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
     }
 
     /// The same memory with block size `block_size`: the capacity is rounded down to it and the
@@ -318,6 +432,19 @@ impl MinfsNvm {
         self.file.sector_size()
     }
 
+    /// Reads the storage header once (Cannyls splits the memory only after writing it), to know
+    /// which views are the journal's.
+    fn learn_layout(&self) -> minfs::Result<()> {
+        let mut shared = lock(&self.shared);
+        if !shared.layout_read && self.view_start == 0 {
+            shared.layout_read = true;
+            if let Ok(layout) = recovery::layout(&self.file, 0, self.capacity())? {
+                shared.journal = Some(JournalPlace::of(&layout));
+            }
+        }
+        Ok(())
+    }
+
     /// Where this view starts within the file (0 unless made by `split`).
     pub fn view_start(&self) -> u64 {
         self.view_start
@@ -363,6 +490,10 @@ impl MinfsNvm {
         self.file
             .read_at(&mut buf[..len], offset)
             .map_err(|e| track!(from_minfs(e)))?;
+        if let Some((at, held)) = &lock(&self.shared).held {
+            // The held commit unit is newer than the media.
+            overlay(&mut buf[..len], offset, held, *at);
+        }
         self.position += len as u64;
         Ok(len)
     }
@@ -382,13 +513,80 @@ impl MinfsNvm {
             return Ok(0);
         }
         let offset = self.view_start + self.position;
-        self.file
-            .write_at(buf, offset)
+        self.ordered_write(buf, offset)
             .map_err(|e| track!(from_minfs(e)))?;
         self.position += buf.len() as u64;
         Ok(buf.len())
     }
+
+    /// The range of this view within the file.
+    fn range(&self) -> (u64, u64) {
+        (self.view_start, self.view_end)
+    }
+
+    /// Writes `buf` at file offset `offset` in the order of "Write order" (crate docs): the
+    /// first unit of a ring write that opens a journal epoch is held until the next sync; a
+    /// journal header write first commits what is held.
+    fn ordered_write(&self, buf: &[u8], offset: u64) -> minfs::Result<()> {
+        let mut shared = lock(&self.shared);
+        let place = shared.journal;
+        match place {
+            Some(p) if p.ring == self.range() => {
+                let unit = u64::from(self.block_size.as_u16());
+                let end = offset + buf.len() as u64;
+                let (at, held) = shared.held.get_or_insert_with(|| {
+                    let mut held =
+                        AlignedBuf::zeroed(unit as usize, recovery::sector_align(&self.file));
+                    held.copy_from_slice(&buf[..unit as usize]);
+                    (offset, held)
+                });
+                let (at, held_end) = (*at, *at + unit);
+                overlay(held, at, buf, offset);
+                // The parts outside the held unit go to the device now.
+                if offset < at {
+                    let n = (at.min(end) - offset) as usize;
+                    self.file.write_at(&buf[..n], offset)?;
+                }
+                if end > held_end {
+                    let from = held_end.max(offset);
+                    self.file
+                        .write_at(&buf[(from - offset) as usize..], from)?;
+                }
+                Ok(())
+            }
+            Some(p) if p.header == self.range() && shared.held.is_some() => {
+                commit(&self.file, &mut shared)?;
+                self.file.write_at(buf, offset)
+            }
+            _ => self.file.write_at(buf, offset),
+        }
+    }
 }
+
+/// Makes everything written durable, then writes the held unit and makes it durable.
+fn commit(file: &FileHandle, shared: &mut Shared) -> minfs::Result<()> {
+    if let Some((at, held)) = shared.held.take() {
+        file.flush()?;
+        file.write_at(&held, at)?;
+    }
+    file.flush()
+}
+
+/// Copies into `dst` (at file offset `dst_at`) the overlapping part of `src` (at `src_at`).
+fn overlay(dst: &mut [u8], dst_at: u64, src: &[u8], src_at: u64) {
+    let start = dst_at.max(src_at);
+    let end = (dst_at + dst.len() as u64).min(src_at + src.len() as u64);
+    if start < end {
+        let (d, s, n) = (
+            (start - dst_at) as usize,
+            (start - src_at) as usize,
+            (end - start) as usize,
+        );
+        dst[d..d + n].copy_from_slice(&src[s..s + n]);
+    }
+}
+
+
 
 impl fmt::Debug for MinfsNvm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -423,7 +621,7 @@ fn block_size_for(file: &FileHandle, size: u64) -> Result<BlockSize> {
 impl NonVolatileMemory for MinfsNvm {
     /// Flushes the device: every write completed before is durable when this returns `Ok`.
     fn sync(&mut self) -> cannyls::Result<()> {
-        self.file.flush().map_err(|e| track!(from_minfs(e)))
+        commit(&self.file, &mut lock(&self.shared)).map_err(|e| track!(from_minfs(e)))
     }
 
     fn position(&self) -> u64 {
@@ -449,6 +647,7 @@ impl NonVolatileMemory for MinfsNvm {
                 self.capacity()
             ))));
         }
+        self.learn_layout().map_err(|e| track!(from_minfs(e)))?;
         let middle = self.view_start + position;
         let left = MinfsNvm {
             file: self.file.clone(),
@@ -456,6 +655,8 @@ impl NonVolatileMemory for MinfsNvm {
             view_start: self.view_start,
             view_end: middle,
             position: 0,
+            shared: self.shared.clone(),
+            recovery: self.recovery.clone(),
         };
         let right = MinfsNvm {
             view_start: middle,
