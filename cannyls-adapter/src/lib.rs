@@ -272,6 +272,10 @@ struct Shared {
     journal: Option<JournalPlace>,
     /// The held commit unit of the ring: file offset and bytes.
     held: Option<(u64, AlignedBuf)>,
+    /// A held journal header write: file offset and bytes.
+    header: Option<(u64, AlignedBuf)>,
+    /// The ring head of the journal header on the media.
+    durable_head: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -340,11 +344,13 @@ impl MinfsNvm {
         let mut report = None;
         match recovery::inspect(&file, 0, view_end)? {
             Inspection::NoStorage(_) => {}
-            Inspection::Clean { layout, .. } => {
+            Inspection::Clean { layout, head, .. } => {
+                shared.durable_head = head;
                 shared.layout_read = true;
                 shared.journal = Some(JournalPlace::of(&layout));
             }
             Inspection::TornTail(cut) => {
+                shared.durable_head = cut.head;
                 shared.layout_read = true;
                 shared.journal = Some(JournalPlace::of(&cut.layout));
                 let cleared = recovery::repair(&file, 0, &cut)?;
@@ -490,10 +496,12 @@ impl MinfsNvm {
         self.file
             .read_at(&mut buf[..len], offset)
             .map_err(|e| track!(from_minfs(e)))?;
-        if let Some((at, held)) = &lock(&self.shared).held {
-            // The held commit unit is newer than the media.
+        let shared = lock(&self.shared);
+        // Held writes are newer than the media.
+        for (at, held) in shared.held.iter().chain(&shared.header) {
             overlay(&mut buf[..len], offset, held, *at);
         }
+        drop(shared);
         self.position += len as u64;
         Ok(len)
     }
@@ -525,49 +533,103 @@ impl MinfsNvm {
     }
 
     /// Writes `buf` at file offset `offset` in the order of "Write order" (crate docs): the
-    /// first unit of a ring write that opens a journal epoch is held until the next sync; a
-    /// journal header write first commits what is held.
+    /// first unit of a ring write that opens a journal epoch, and any journal header write, are
+    /// held until the next sync of the ring.
     fn ordered_write(&self, buf: &[u8], offset: u64) -> minfs::Result<()> {
         let mut shared = lock(&self.shared);
-        let place = shared.journal;
-        match place {
+        match shared.journal {
             Some(p) if p.ring == self.range() => {
-                let unit = u64::from(self.block_size.as_u16());
+                // Ring bytes the durable journal header still needs (between its head and the
+                // head of a held header) must not be overwritten before that header is durable:
+                // write up to them, commit, then the rest.
                 let end = offset + buf.len() as u64;
-                let (at, held) = shared.held.get_or_insert_with(|| {
-                    let mut held =
-                        AlignedBuf::zeroed(unit as usize, recovery::sector_align(&self.file));
-                    held.copy_from_slice(&buf[..unit as usize]);
-                    (offset, held)
-                });
-                let (at, held_end) = (*at, *at + unit);
-                overlay(held, at, buf, offset);
-                // The parts outside the held unit go to the device now.
-                if offset < at {
-                    let n = (at.min(end) - offset) as usize;
-                    self.file.write_at(&buf[..n], offset)?;
+                if let Some(x) = shared.released(&p).and_then(|r| first_in(offset, end, &r)) {
+                    let x = self.block_size.floor_align(x).max(offset);
+                    let n = (x - offset) as usize;
+                    ring_write(&self.file, &mut shared, self.block_size, &buf[..n], offset)?;
+                    commit(&self.file, &mut shared)?;
+                    return ring_write(&self.file, &mut shared, self.block_size, &buf[n..], x);
                 }
-                if end > held_end {
-                    let from = held_end.max(offset);
-                    self.file
-                        .write_at(&buf[(from - offset) as usize..], from)?;
-                }
-                Ok(())
+                ring_write(&self.file, &mut shared, self.block_size, buf, offset)
             }
-            Some(p) if p.header == self.range() && shared.held.is_some() => {
-                commit(&self.file, &mut shared)?;
-                self.file.write_at(buf, offset)
+            Some(p) if p.header == self.range() => {
+                let mut held = AlignedBuf::zeroed(buf.len(), recovery::sector_align(&self.file));
+                held.copy_from_slice(buf);
+                shared.header = Some((offset, held));
+                Ok(())
             }
             _ => self.file.write_at(buf, offset),
         }
     }
 }
 
-/// Makes everything written durable, then writes the held unit and makes it durable.
+/// A write to the ring: the first unit of an epoch's first write is held (see "Write order").
+fn ring_write(
+    file: &FileHandle,
+    shared: &mut Shared,
+    block_size: BlockSize,
+    buf: &[u8],
+    offset: u64,
+) -> minfs::Result<()> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    let unit = u64::from(block_size.as_u16());
+    let end = offset + buf.len() as u64;
+    let (at, held) = shared.held.get_or_insert_with(|| {
+        let mut held = AlignedBuf::zeroed(unit as usize, recovery::sector_align(file));
+        held.copy_from_slice(&buf[..unit as usize]);
+        (offset, held)
+    });
+    let (at, held_end) = (*at, *at + unit);
+    overlay(held, at, buf, offset);
+    // The parts outside the held unit go to the device now.
+    if offset < at {
+        let n = (at.min(end) - offset) as usize;
+        file.write_at(&buf[..n], offset)?;
+    }
+    if end > held_end {
+        let from = held_end.max(offset);
+        file.write_at(&buf[(from - offset) as usize..], from)?;
+    }
+    Ok(())
+}
+
+/// The first offset of `[start, end)` inside one of `ranges`.
+fn first_in(start: u64, end: u64, ranges: &[(u64, u64)]) -> Option<u64> {
+    ranges
+        .iter()
+        .filter(|r| r.0 < end && start < r.1)
+        .map(|r| r.0.max(start))
+        .min()
+}
+
+impl Shared {
+    /// File ranges of the ring between the durable journal header's head and a held header's
+    /// head (space Cannyls has released, which a walk from the durable head still reads).
+    fn released(&self, p: &JournalPlace) -> Option<Vec<(u64, u64)>> {
+        let (_, held) = self.header.as_ref()?;
+        let new = u64::from_be_bytes(held[..8].try_into().expect("8 bytes"));
+        let (old, base, cap) = (self.durable_head, p.ring.0, p.ring.1 - p.ring.0);
+        Some(if old <= new {
+            vec![(base + old, base + new)]
+        } else {
+            vec![(base + old, base + cap), (base, base + new)]
+        })
+    }
+}
+
+/// Makes everything written durable, then the held ring unit, then a held journal header, each
+/// durable before the next.
 fn commit(file: &FileHandle, shared: &mut Shared) -> minfs::Result<()> {
     if let Some((at, held)) = shared.held.take() {
         file.flush()?;
         file.write_at(&held, at)?;
+    }
+    if let Some((at, header)) = shared.header.take() {
+        file.flush()?;
+        file.write_at(&header, at)?;
+        shared.durable_head = u64::from_be_bytes(header[..8].try_into().expect("8 bytes"));
     }
     file.flush()
 }
@@ -620,8 +682,14 @@ fn block_size_for(file: &FileHandle, size: u64) -> Result<BlockSize> {
 
 impl NonVolatileMemory for MinfsNvm {
     /// Flushes the device: every write completed before is durable when this returns `Ok`.
+    /// The journal header's view does nothing here: its write is held until the ring's next
+    /// sync, which writes it after the ring (see "Write order" in the crate docs).
     fn sync(&mut self) -> cannyls::Result<()> {
-        commit(&self.file, &mut lock(&self.shared)).map_err(|e| track!(from_minfs(e)))
+        let mut shared = lock(&self.shared);
+        if shared.journal.is_some_and(|p| p.header == self.range()) {
+            return Ok(());
+        }
+        commit(&self.file, &mut shared).map_err(|e| track!(from_minfs(e)))
     }
 
     fn position(&self) -> u64 {

@@ -2,8 +2,8 @@
 //! where Cannyls would refuse the storage, cuts the journal there before Cannyls reads it.
 //!
 //! # The format read here (Cannyls 0.10, storage format 1.1)
-//! - Storage header region, at 0, `ceil(46, block size)` bytes: `"lusf"`, `u16` header size
-//!   (40), `u16` major version (1), `u16` minor version (≤ 1), `u16` block size, 16-byte
+//! - Storage header region, at 0, `ceil(44, block size)` bytes: `"lusf"`, `u16` header size
+//!   (38), `u16` major version (1), `u16` minor version (≤ 1), `u16` block size, 16-byte
 //!   instance UUID, `u64` journal region size, `u64` data region size (all big-endian).
 //! - Journal region: its first block is the journal header (`u64` ring head, then zeros); the
 //!   rest is the ring. Records are `[u32 Adler-32 of the rest][u8 tag][payload]`:
@@ -56,8 +56,8 @@ use minfs::{AlignedBuf, FileHandle};
 pub const CLEAR_AHEAD: u64 = 64 << 10;
 
 const MAGIC: &[u8; 4] = b"lusf";
-const HEADER_SIZE: u16 = 40;
-const FULL_HEADER_SIZE: u64 = 46;
+const HEADER_SIZE: u16 = 38;
+const FULL_HEADER_SIZE: u64 = 44;
 const MAJOR_VERSION: u16 = 1;
 const MINOR_VERSION: u16 = 1;
 
@@ -108,7 +108,7 @@ impl Layout {
         if header_size != HEADER_SIZE || major != MAJOR_VERSION || minor > MINOR_VERSION {
             return Err(format!(
                 "storage header size {header_size}, version {major}.{minor}: only Cannyls \
-                 storage format 1.0/1.1 (header size 40) is understood"
+                 storage format 1.0/1.1 (header size 38) is understood"
             ));
         }
         if BlockSize::new(block_size).is_err() {
