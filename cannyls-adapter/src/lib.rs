@@ -86,6 +86,7 @@ use minfs::{AlignedBuf, FileHandle, Filesystem, OpenMode};
 use trackable::error::ErrorKindExt;
 use trackable::track;
 
+pub mod cli;
 pub mod recovery;
 
 pub use recovery::{Inspection, RecoveryReport};
