@@ -81,7 +81,11 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     match fsck(&a) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("minfs-cannyls: {}: file {:?}: {e}", a.target.display(), a.file);
+            eprintln!(
+                "minfs-cannyls: {}: file {:?}: {e}",
+                a.target.display(),
+                a.file
+            );
             ExitCode::from(EXIT_OPERATIONAL)
         }
     }

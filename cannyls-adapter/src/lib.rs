@@ -20,6 +20,38 @@
 //!   `flock(LOCK_EX | LOCK_NB)`. For several storages in one filesystem, open the
 //!   [`Filesystem`] once and use [`MinfsNvm::create_in`] / [`MinfsNvm::from_filesystem`].
 //!
+//! # Crash recovery and write order
+//! Cannyls 0.10 refuses to open a storage whose journal ends in a record a crash tore
+//! (`StorageCorrupted`, frugalos/cannyls issue #27), and its journal has no sequence numbers, so
+//! a record left from an earlier lap of the ring reads as valid. [`MinfsNvm`] makes the
+//! journal's tail certain, in two parts:
+//!
+//! - **Write order** (in the views Cannyls splits the memory into, found from the storage
+//!   header): the first write to the journal ring after a sync has its first block — the one
+//!   holding the previous `EndOfRecords` — *held* in memory (reads see it); everything else is
+//!   written at once. At the ring's next sync (`journal_sync`, or Cannyls' own periodic one):
+//!   flush, write the held block, flush. Until that block lands, the journal ends at the old
+//!   `EndOfRecords` whatever else of the epoch reached the media; once it lands, everything the
+//!   new records point to (the epoch's journal bytes, and data-region bytes written before
+//!   them) is already durable. A journal header write (Cannyls' GC moving the ring head) is
+//!   held too, and written after the held block, flushed: Cannyls writes and syncs it while the
+//!   records its GC relocated are still in its own buffer, so a crash between would otherwise
+//!   lose acknowledged lumps. A sync therefore costs two device flushes when the ring was
+//!   written (three when the head moved) instead of one.
+//! - **Recovery on open** ([`recovery`]): [`MinfsNvm::from_handle`] (and so every opening
+//!   constructor) walks the journal as Cannyls will and, if its tail cannot be read, writes an
+//!   `EndOfRecords` at the first unreadable record and flushes, before Cannyls reads it; the
+//!   repair is reported by [`MinfsNvm::recovery`] and a `log` warning. With the write order
+//!   above, only the held block can be partly on the media (when the block is larger than the
+//!   device's atomic write, e.g. 4096 on 512-byte sectors): the cut falls in that block.
+//!   `minfs-cannyls fsck` checks and repairs the same way.
+//!
+//! Not covered (Cannyls issue #28): a delete hands the lump's data-region space to the next put
+//! at once, and that put's data is written at once, while the delete record waits for the next
+//! `journal_sync`. After a crash before that sync, the deleted lump can still be listed and
+//! read the new lump's bytes. Call `journal_sync` after deletes (or overwrites) before putting
+//! into the space they free; the crash suite counts these reads apart.
+//!
 //! # Requests and errors
 //! Positions and lengths are multiples of the block size and buffer addresses are multiples of
 //! the device's logical sector size (Cannyls' `AlignedBytes` are aligned to the block size).
@@ -648,8 +680,6 @@ fn overlay(dst: &mut [u8], dst_at: u64, src: &[u8], src_at: u64) {
         dst[d..d + n].copy_from_slice(&src[s..s + n]);
     }
 }
-
-
 
 impl fmt::Debug for MinfsNvm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

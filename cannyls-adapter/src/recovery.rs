@@ -26,27 +26,30 @@
 //! # The rule
 //! Walk from the head exactly as Cannyls does. The journal ends at the first `EndOfRecords`
 //! (clean), or at the first record that cannot be read: it runs past the ring's end, has an
-//! unknown tag, fails its checksum, is a second `GoToFront`, or reaches the head again after
-//! the wrap. That record cannot be durable — a durable record was written whole and flushed
-//! before any later write, and bytes before the durable tail are only ever rewritten with
-//! themselves — so it is the start of an unacknowledged write that was torn, and everything
-//! after it is unacknowledged too. The repair writes an `EndOfRecords` there, zeroes the rest
-//! of that block and up to [`CLEAR_AHEAD`] bytes after it (free ring space: never before the
-//! head), and flushes. Every record before the cut was read whole with a matching checksum.
+//! unknown tag, or fails its checksum, or is a second `GoToFront`. The repair writes an
+//! `EndOfRecords` there, zeroes the rest of the ring up to [`CLEAR_AHEAD`] bytes after it
+//! (free ring space, never reaching the head), and flushes.
 //!
-//! Where the first unreadable record is the head itself, nothing shows where the journal
-//! ended: [`Inspection::Unrepairable`], and opening fails with
-//! [`crate::Error::JournalUnrepairable`].
-//!
-//! # Stale records (no sequence numbers)
-//! A record left from an earlier lap passes its checksum. The walk could reach one only past
-//! the end of what was written in this lap, i.e. through an unacknowledged write that reached
-//! the media in part. [`crate::MinfsNvm`] makes that impossible by the order of its writes
-//! (the commit block, see the crate docs): every write of a journal epoch except the block that
-//! replaces the previous tail's `EndOfRecords` is made durable first, and that block last, so
-//! until it lands the walk stops at the old `EndOfRecords`, and once it lands, what follows it
-//! is this epoch's bytes, all durable. The crash suite (`tests/crash.rs`) checks this at block
-//! sizes 512 and 4096 with a ring that wraps several times.
+//! Why the cut is at the real end — everything acknowledged before it, nothing half-applied:
+//! - A durable record is never unreadable: it was written whole and flushed, and later writes
+//!   rewrite the bytes before the tail only with themselves. So the first unreadable record is
+//!   past the last acknowledged `EndOfRecords`: unacknowledged, like everything after it.
+//! - Every record before the cut was read whole with a matching checksum, and, with
+//!   [`crate::MinfsNvm`]'s write order (crate docs), it is this epoch's and its data is
+//!   durable: the epoch's bytes other than the held block are flushed before that block is
+//!   written, so the walk gets past the old `EndOfRecords` only through bytes of this epoch.
+//!   A stale record from an earlier lap could be met only past the end of what this epoch
+//!   wrote — the walk stops before, at this epoch's `EndOfRecords` — or inside the held block
+//!   when it tore (a block larger than the device's atomic write): there the old bytes are
+//!   the previous version of that block, whose records before the old tail are identical and
+//!   whose bytes after it are Cannyls' buffer padding. A record boundary of the new bytes
+//!   meeting, at a sector boundary, a whole valid record in that padding is the one case this
+//!   argument does not exclude; the crash suite has met none (its counts line).
+//! - After the wrap the walk reading up to the head means it read stale bytes, and a record at
+//!   the head that cannot be read leaves nothing to keep: both are
+//!   [`Inspection::Unrepairable`], and opening fails with
+//!   [`crate::Error::JournalUnrepairable`] rather than guessing.
+
 use std::fmt;
 
 use cannyls::block::BlockSize;
@@ -340,7 +343,12 @@ pub fn inspect(file: &FileHandle, base: u64, capacity: u64) -> minfs::Result<Ins
         Err(why) => return Ok(Inspection::NoStorage(why)),
     };
     let block = BlockSize::new(layout.block_size).expect("checked by decode");
-    let mut journal = Reader::new(file, block, base + layout.journal_start, layout.journal_size);
+    let mut journal = Reader::new(
+        file,
+        block,
+        base + layout.journal_start,
+        layout.journal_size,
+    );
     let head_bytes = journal.get(0, 8)?;
     let head = u64::from_be_bytes(head_bytes.try_into().expect("8 bytes"));
     let cap = layout.ring_size();

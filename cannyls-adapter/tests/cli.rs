@@ -28,12 +28,15 @@ fn fsck_checks_repairs_and_exits_like_e2fsck() {
     for args in [&["-n", target, FILE][..], &[target, FILE]] {
         fsck(args)
             .code(4)
-            .stdout(contains(format!("found a record (tag 3) whose checksum 0xdeadbeef")))
-            .stdout(contains(format!("at ring position {tail}; left uncorrected")));
+            .stdout(contains("found a record (tag 3) whose checksum 0xdeadbeef"))
+            .stdout(contains(format!(
+                "at ring position {tail}; left uncorrected"
+            )));
     }
-    fsck(&["-y", target, FILE])
-        .code(1)
-        .stdout(contains(format!("at ring position {tail} (file offset {})", 2 * 4096 + tail)));
+    fsck(&["-y", target, FILE]).code(1).stdout(contains(format!(
+        "at ring position {tail} (file offset {})",
+        2 * 4096 + tail
+    )));
     fsck(&[target, FILE]).code(0).stdout(contains("clean"));
     common::assert_fsck_clean(&img.path);
 }
@@ -48,11 +51,15 @@ fn fsck_exit_codes_for_what_it_cannot_fix_or_do() {
         .code(4)
         .stdout(contains("cannot be repaired with certainty"));
     // No such file; a file that holds no storage; no such target.
-    fsck(&[target, "nothing"]).code(8).stderr(contains("nothing"));
+    fsck(&[target, "nothing"])
+        .code(8)
+        .stderr(contains("nothing"));
     let fs = minfs::Filesystem::open(&img.path, minfs::OpenMode::ReadWrite).unwrap();
     fs.create("empty", 1 << 20).unwrap();
     drop(fs);
-    fsck(&[target, "empty"]).code(8).stderr(contains("magic \"lusf\" missing"));
+    fsck(&[target, "empty"])
+        .code(8)
+        .stderr(contains("magic \"lusf\" missing"));
     fsck(&["/nonexistent/minfs.img"]).code(8);
     // Usage errors.
     fsck(&[]).code(16);

@@ -7,12 +7,11 @@ use cannyls::lump::{LumpData, LumpId};
 use cannyls::storage::StorageBuilder;
 use cannyls_adapter::recovery::{self, Inspection, Unreadable};
 use cannyls_adapter::{Error, MinfsNvm};
-use minfs::device::fault::FaultDevice;
 use common::{poke, storage_with_one_lump, FILE, TORN_PUT};
+use minfs::device::fault::FaultDevice;
 use minfs::{Filesystem, FormatOptions, OpenMode};
 
 mod common;
-
 
 #[test]
 fn torn_journal_tail_is_cut_on_open_and_reported() {
@@ -28,10 +27,16 @@ fn torn_journal_tail_is_cut_on_open_and_reported() {
         assert_eq!(report.cut.records, 1);
         assert!(matches!(
             report.cut.found,
-            Unreadable::Checksum { tag: 3, stored: 0xdead_beef, .. }
+            Unreadable::Checksum {
+                tag: 3,
+                stored: 0xdead_beef,
+                ..
+            }
         ));
         assert!(report.to_string().contains("repaired"), "{report}");
-        let mut storage = StorageBuilder::new().open(nvm).expect("opens after the repair");
+        let mut storage = StorageBuilder::new()
+            .open(nvm)
+            .expect("opens after the repair");
         let got = storage.get(&LumpId::new(1)).unwrap().expect("lump 1 kept");
         assert_eq!(got.as_bytes(), b"acknowledged");
         drop(storage);
@@ -60,7 +65,10 @@ fn unreadable_journal_head_is_refused_with_an_error_that_says_so() {
         matches!(e, Error::JournalUnrepairable { head: 0, at: 0, .. }),
         "{e}"
     );
-    assert!(e.to_string().contains("cannot be repaired with certainty"), "{e}");
+    assert!(
+        e.to_string().contains("cannot be repaired with certainty"),
+        "{e}"
+    );
     assert_eq!(
         *cannyls::Error::from(e).kind(),
         cannyls::ErrorKind::StorageCorrupted

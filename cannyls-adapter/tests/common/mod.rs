@@ -442,4 +442,3 @@ pub fn storage_with_one_lump(block_size: u16) -> (Image, u64) {
 
 /// An unacknowledged append torn by a crash: a record whose checksum does not match.
 pub const TORN_PUT: [u8; 8] = [0xde, 0xad, 0xbe, 0xef, 3, 0, 0, 7];
-
