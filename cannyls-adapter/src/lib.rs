@@ -293,7 +293,7 @@ pub struct MinfsNvm {
     /// Shared by every view of this memory: the journal's place and the held commit unit.
     shared: Arc<Mutex<Shared>>,
     /// The journal repair made when this memory was opened, if any.
-    recovery: Option<RecoveryReport>,
+    recovery: Option<Arc<RecoveryReport>>,
 }
 
 /// What the views of one memory share (see "Write order" in the crate docs).
@@ -395,7 +395,7 @@ impl MinfsNvm {
                     cleared,
                 };
                 log::warn!("{r}");
-                report = Some(r);
+                report = Some(Arc::new(r));
             }
             Inspection::Unrepairable {
                 head, at, found, ..
@@ -423,7 +423,7 @@ impl MinfsNvm {
     /// The journal repair made when this memory was opened (`None` when the journal was
     /// clean, or the file holds no storage yet): where the journal was cut and what was found.
     pub fn recovery(&self) -> Option<&RecoveryReport> {
-        self.recovery.as_ref()
+        self.recovery.as_deref()
     }
 
     /// The same memory with block size `block_size`: the capacity is rounded down to it and the
