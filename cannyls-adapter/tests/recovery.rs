@@ -93,18 +93,15 @@ fn gc_header_update_does_not_outrun_the_relocated_records() {
         .unwrap();
     let mut acknowledged = Vec::new();
     let mut pending = Vec::new();
-    for id in 1..=120u128 {
+    for id in 1..=160u128 {
         let data = LumpData::new_embedded(common::pattern(id as u64, 300)).unwrap();
         storage.put(&LumpId::new(id), &data).unwrap();
         pending.push(id);
-        if id % 4 == 0 {
-            storage.journal_sync().unwrap();
-            acknowledged.append(&mut pending);
-        }
-        if id % 3 == 0 && acknowledged.len() > 2 {
-            // A lump deleted (synced), so that the GC has garbage to drop.
-            let victim = acknowledged.remove(0);
-            storage.delete(&LumpId::new(victim)).unwrap();
+        if id % 16 == 0 {
+            // A few lumps deleted (gone or there until the sync), so the GC has garbage too.
+            for victim in acknowledged.drain(..4.min(acknowledged.len())) {
+                storage.delete(&LumpId::new(victim)).unwrap();
+            }
             storage.journal_sync().unwrap();
             acknowledged.append(&mut pending);
         }
