@@ -87,7 +87,7 @@ fn gc_header_update_does_not_outrun_the_relocated_records() {
     let nvm = MinfsNvm::create_in(&fs, FILE, 8 << 20).unwrap();
     let mut storage = nvm
         .storage_builder()
-        .journal_region_ratio(0.004)
+        .journal_region_ratio(0.01)
         .journal_gc_queue_size(8)
         .create(nvm)
         .unwrap();
