@@ -5,8 +5,8 @@ set -euo pipefail
 
 # The installed programs, and the packages that build them (plus docgen, which writes the
 # man pages and completions from their clap definitions: docgen/src/lib.rs, PROGRAMS).
-BINS=(minfs minfs-bench hddsim)
-PACKAGES=(minfs bencher-workloads hddsim docgen)
+BINS=(minfs minfs-bench minfs-cannyls hddsim)
+PACKAGES=(minfs bencher-workloads cannyls-adapter hddsim docgen)
 
 usage() {
   cat <<'EOF'

@@ -12,6 +12,15 @@ use std::process::{Command, Output};
 
 use testutil::{mkfs_ext4, require_loop, LoopDevice, Mount};
 
+/// The script's runs are serialized: each checks that it left no loop device, mount or tracefs
+/// instance behind, and a run tears down a tracefs mount it made — both would see the other
+/// test's run (cargo runs a binary's tests on parallel threads).
+static SCRIPT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SCRIPT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -86,6 +95,7 @@ const WORKLOADS: [&str; 6] = [
 #[test]
 fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     require_loop!();
+    let _serial = one_at_a_time();
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
@@ -167,6 +177,7 @@ fn bin_dir_with_hddsim() -> PathBuf {
 #[test]
 fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     require_loop!();
+    let _serial = one_at_a_time();
     if !Path::new("/dev/fuse").exists() {
         if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
             panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
@@ -241,6 +252,7 @@ fn head(dev: &Path) -> Vec<u8> {
 #[test]
 fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
     require_loop!();
+    let _serial = one_at_a_time();
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let out_dir = scratch.path().join("out");
     let lo = LoopDevice::new(512 << 20, 512).unwrap();

@@ -53,6 +53,13 @@ pub const PROGRAMS: &[Program] = &[
         exit_statuses: bencher_workloads::cli::exit_statuses,
     },
     Program {
+        name: "minfs-cannyls",
+        package: "cannyls-adapter",
+        section: "8",
+        command: cannyls_adapter::cli::command,
+        exit_statuses: cannyls_adapter::cli::exit_statuses,
+    },
+    Program {
         name: "hddsim",
         package: "hddsim",
         section: "1",

@@ -13,7 +13,7 @@ use cannyls::nvm::NonVolatileMemory;
 use cannyls::storage::{Storage, StorageBuilder};
 use cannyls_adapter::MinfsNvm;
 use fibers_global::execute;
-use minfs::{Filesystem, FormatOptions, OpenMode};
+use minfs::{AlignedBuf, Filesystem, FormatOptions, OpenMode};
 
 pub const MIB: u64 = 1 << 20;
 
@@ -405,3 +405,40 @@ pub fn assert_fsck_clean(target: &Path) {
     let report = minfs::fsck::check(target).expect("fsck");
     assert!(report.is_clean(), "fsck: {:?}", report.problems);
 }
+
+/// The minfs file the recovery tests use.
+pub const FILE: &str = "lusf";
+
+/// Writes `bytes` at `offset` of `file` on `image` (read-modify-write of whole sectors).
+pub fn poke(image: &std::path::Path, offset: u64, bytes: &[u8]) {
+    let fs = Filesystem::open(image, OpenMode::ReadWrite).unwrap();
+    let f = fs.open_file(FILE).unwrap();
+    let sector = u64::from(f.sector_size());
+    let start = offset / sector * sector;
+    let len = (offset + bytes.len() as u64).div_ceil(sector) * sector - start;
+    let mut buf = AlignedBuf::zeroed(len as usize, sector as usize);
+    f.read_at(&mut buf, start).unwrap();
+    let at = (offset - start) as usize;
+    buf[at..at + bytes.len()].copy_from_slice(bytes);
+    f.write_at(&buf, start).unwrap();
+    f.flush().unwrap();
+}
+
+/// A storage at `block_size` holding lump 1 (synced); returns the image and the ring tail.
+pub fn storage_with_one_lump(block_size: u16) -> (Image, u64) {
+    let img = image(16 << 20);
+    let nvm = MinfsNvm::create(&img.path, FILE, 8 << 20)
+        .unwrap()
+        .with_block_size(BlockSize::new(block_size).unwrap())
+        .unwrap();
+    let mut storage = nvm.storage_builder().create(nvm).unwrap();
+    let data = LumpData::new_embedded(b"acknowledged".to_vec()).unwrap();
+    storage.put(&LumpId::new(1), &data).unwrap();
+    storage.journal_sync().unwrap();
+    let tail = storage.journal_snapshot().unwrap().tail;
+    drop(storage);
+    (img, tail)
+}
+
+/// An unacknowledged append torn by a crash: a record whose checksum does not match.
+pub const TORN_PUT: [u8; 8] = [0xde, 0xad, 0xbe, 0xef, 3, 0, 0, 7];

@@ -1,0 +1,461 @@
+//! Journal-tail recovery: finds where a Cannyls 0.10 journal really ends after a crash and,
+//! where Cannyls would refuse the storage, cuts the journal there before Cannyls reads it.
+//!
+//! # The format read here (Cannyls 0.10, storage format 1.1)
+//! - Storage header region, at 0, `ceil(44, block size)` bytes: `"lusf"`, `u16` header size
+//!   (38), `u16` major version (1), `u16` minor version (≤ 1), `u16` block size, 16-byte
+//!   instance UUID, `u64` journal region size, `u64` data region size (all big-endian).
+//! - Journal region: its first block is the journal header (`u64` ring head, then zeros); the
+//!   rest is the ring. Records are `[u32 Adler-32 of the rest][u8 tag][payload]`:
+//!   `EndOfRecords` (tag 0, no payload), `GoToFront` (1), `Put` (3: `u128` id, `u16` length in
+//!   blocks, `u40` start block), `Embed` (4: `u128` id, `u16` length, the bytes), `Delete`
+//!   (5: `u128` id), `DeleteRange` (6: two `u128` ids). There are no sequence numbers.
+//! - Cannyls reads the ring from the head: records up to `EndOfRecords`, following one
+//!   `GoToFront` back to ring position 0. Any record that fails to decode or to match its
+//!   checksum makes `StorageBuilder::open` fail with `StorageCorrupted`.
+//!
+//! # How Cannyls writes the ring (what the rule below relies on)
+//! Every append writes the record **and a fresh `EndOfRecords` right after it**, in Cannyls'
+//! in-memory journal buffer; the buffer reaches the memory as one block-aligned write that
+//! starts at the block holding the previous durable `EndOfRecords` (the previous tail) and
+//! rewrites the bytes before it unchanged. `journal_sync` issues that write, then flushes. So
+//! after a crash the ring holds: everything up to the tail of the last `journal_sync` that
+//! returned (durable), then the unacknowledged writes, each of which may be lost, kept, or torn
+//! at sector boundaries.
+//!
+//! # The rule
+//! Walk from the head exactly as Cannyls does. The journal ends at the first `EndOfRecords`
+//! (clean), or at the first record that cannot be read: it runs past the ring's end, has an
+//! unknown tag, or fails its checksum, or is a second `GoToFront`. The repair writes an
+//! `EndOfRecords` there, zeroes the rest of the ring up to [`CLEAR_AHEAD`] bytes after it
+//! (free ring space, never reaching the head), and flushes.
+//!
+//! Why the cut is at the real end — everything acknowledged before it, nothing half-applied:
+//! - A durable record is never unreadable: it was written whole and flushed, and later writes
+//!   rewrite the bytes before the tail only with themselves. So the first unreadable record is
+//!   past the last acknowledged `EndOfRecords`: unacknowledged, like everything after it.
+//! - Every record before the cut was read whole with a matching checksum, and, with
+//!   [`crate::MinfsNvm`]'s write order (crate docs), it is this epoch's and its data is
+//!   durable: the epoch's bytes other than the held block are flushed before that block is
+//!   written, so the walk gets past the old `EndOfRecords` only through bytes of this epoch.
+//!   A stale record from an earlier lap could be met only past the end of what this epoch
+//!   wrote — the walk stops before, at this epoch's `EndOfRecords` — or inside the held block
+//!   when it tore (a block larger than the device's atomic write): there the old bytes are
+//!   the previous version of that block, whose records before the old tail are identical and
+//!   whose bytes after it are Cannyls' buffer padding. A record boundary of the new bytes
+//!   meeting, at a sector boundary, a whole valid record in that padding is the one case this
+//!   argument does not exclude; the crash suite has met none (its counts line).
+//! - After the wrap the walk reading up to the head means it read stale bytes, and a record at
+//!   the head that cannot be read leaves nothing to keep: both are
+//!   [`Inspection::Unrepairable`], and opening fails with
+//!   [`crate::Error::JournalUnrepairable`] rather than guessing.
+
+use std::fmt;
+
+use cannyls::block::BlockSize;
+use minfs::{AlignedBuf, FileHandle};
+
+/// How many bytes after a cut the repair zeroes (bounded by the head and the ring's end).
+pub const CLEAR_AHEAD: u64 = 64 << 10;
+
+const MAGIC: &[u8; 4] = b"lusf";
+const HEADER_SIZE: u16 = 38;
+const FULL_HEADER_SIZE: u64 = 44;
+const MAJOR_VERSION: u16 = 1;
+const MINOR_VERSION: u16 = 1;
+
+const TAG_END_OF_RECORDS: u8 = 0;
+const TAG_GO_TO_FRONT: u8 = 1;
+const TAG_PUT: u8 = 3;
+const TAG_EMBED: u8 = 4;
+const TAG_DELETE: u8 = 5;
+const TAG_DELETE_RANGE: u8 = 6;
+/// Checksum and tag.
+const RECORD_HEAD: u64 = 5;
+/// The bytes of an `EndOfRecords`: Adler-32 of `[0]` (0x00010001), then the tag.
+pub(crate) const END_OF_RECORDS: [u8; 5] = [0, 1, 0, 1, TAG_END_OF_RECORDS];
+
+/// Where a Cannyls storage's regions are within its memory (from its storage header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// The storage's block size.
+    pub block_size: u16,
+    /// Where the journal region starts (after the storage header region).
+    pub journal_start: u64,
+    /// The journal region's size (its header block and the ring).
+    pub journal_size: u64,
+    /// The data region's size.
+    pub data_size: u64,
+}
+
+impl Layout {
+    /// Where the ring starts (after the journal header block).
+    pub fn ring_start(&self) -> u64 {
+        self.journal_start + u64::from(self.block_size)
+    }
+
+    /// The ring's size in bytes.
+    pub fn ring_size(&self) -> u64 {
+        self.journal_size - u64::from(self.block_size)
+    }
+
+    /// Decodes a storage header from its first bytes: `None` when they are not a Cannyls 0.10
+    /// storage header (no `lusf` magic, another version, or sizes that do not fit `capacity`).
+    pub fn decode(bytes: &[u8], capacity: u64) -> Result<Layout, String> {
+        if bytes.len() < FULL_HEADER_SIZE as usize || &bytes[..4] != MAGIC {
+            return Err("no Cannyls storage header (magic \"lusf\" missing)".into());
+        }
+        let u16_at = |i: usize| u16::from_be_bytes([bytes[i], bytes[i + 1]]);
+        let u64_at = |i: usize| u64::from_be_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+        let (header_size, major, minor, block_size) = (u16_at(4), u16_at(6), u16_at(8), u16_at(10));
+        if header_size != HEADER_SIZE || major != MAJOR_VERSION || minor > MINOR_VERSION {
+            return Err(format!(
+                "storage header size {header_size}, version {major}.{minor}: only Cannyls \
+                 storage format 1.0/1.1 (header size 38) is understood"
+            ));
+        }
+        if BlockSize::new(block_size).is_err() {
+            return Err(format!("storage header: invalid block size {block_size}"));
+        }
+        let (journal_size, data_size) = (u64_at(28), u64_at(36));
+        let bs = u64::from(block_size);
+        let journal_start = FULL_HEADER_SIZE.div_ceil(bs) * bs;
+        let fits = journal_size > bs
+            && journal_size % bs == 0
+            && journal_start
+                .checked_add(journal_size)
+                .and_then(|e| e.checked_add(data_size))
+                .is_some_and(|end| end <= capacity);
+        if !fits {
+            return Err(format!(
+                "storage header: journal region of {journal_size} bytes and data region of \
+                 {data_size} bytes at block size {block_size} do not fit the memory's {capacity} \
+                 bytes"
+            ));
+        }
+        Ok(Layout {
+            block_size,
+            journal_start,
+            journal_size,
+            data_size,
+        })
+    }
+}
+
+/// Why the walk stopped before an `EndOfRecords`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// The record would run past the ring's end.
+    PastRingEnd {
+        /// The record's tag.
+        tag: u8,
+    },
+    /// The tag is none of Cannyls'.
+    UnknownTag(u8),
+    /// The stored checksum does not match the record.
+    Checksum {
+        /// The record's tag.
+        tag: u8,
+        /// The checksum stored.
+        stored: u32,
+        /// The checksum of the bytes.
+        computed: u32,
+    },
+    /// A second `GoToFront`.
+    SecondWrap,
+    /// After the wrap, the record reaches the head.
+    ReachesHead,
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unreadable::PastRingEnd { tag } => {
+                write!(f, "a record (tag {tag}) that runs past the ring's end")
+            }
+            Unreadable::UnknownTag(t) => write!(f, "an unknown record tag {t}"),
+            Unreadable::Checksum {
+                tag,
+                stored,
+                computed,
+            } => write!(
+                f,
+                "a record (tag {tag}) whose checksum {stored:#010x} does not match its bytes \
+                 ({computed:#010x})"
+            ),
+            Unreadable::SecondWrap => write!(f, "a second GoToFront"),
+            Unreadable::ReachesHead => write!(f, "a record that reaches the head after the wrap"),
+        }
+    }
+}
+
+/// What [`inspect`] found in a memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inspection {
+    /// No Cannyls storage header (a new file, or not a storage): nothing to check.
+    NoStorage(String),
+    /// The journal ends with an `EndOfRecords`: Cannyls opens it as it is.
+    Clean {
+        /// The storage layout.
+        layout: Layout,
+        /// The ring head (from the journal header).
+        head: u64,
+        /// Ring position of the `EndOfRecords`.
+        end: u64,
+        /// Records before it.
+        records: u64,
+    },
+    /// The journal's tail cannot be read: Cannyls would refuse it; [`repair`] cuts it.
+    TornTail(Cut),
+    /// No position can be shown to be the journal's end (the record at the head cannot be
+    /// read, or the walk met stale records after the wrap).
+    Unrepairable {
+        /// The storage layout.
+        layout: Layout,
+        /// The ring head.
+        head: u64,
+        /// Ring position where the walk stopped.
+        at: u64,
+        /// What was found at the head.
+        found: Unreadable,
+    },
+}
+
+/// Where a journal is cut, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    /// The storage layout.
+    pub layout: Layout,
+    /// The ring head.
+    pub head: u64,
+    /// Ring position of the first unreadable record: the `EndOfRecords` goes here.
+    pub at: u64,
+    /// Whole records before it (kept).
+    pub records: u64,
+    /// What was found there.
+    pub found: Unreadable,
+}
+
+/// A repair made on open (see [`crate::MinfsNvm::recovery`]): what was cut and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The minfs target.
+    pub target: String,
+    /// The minfs file.
+    pub file: String,
+    /// The cut.
+    pub cut: Cut,
+    /// Byte offset of the cut within the file.
+    pub file_offset: u64,
+    /// Bytes zeroed after the new `EndOfRecords` (unacknowledged leftovers).
+    pub cleared: u64,
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.cut;
+        write!(
+            f,
+            "{}: file {:?}: Cannyls journal repaired: after {} whole records from the head at \
+             ring position {}, found {} at ring position {} (file offset {}): an unacknowledged \
+             write torn by a crash; wrote an EndOfRecords there and zeroed the {} bytes after it",
+            self.target,
+            self.file,
+            c.records,
+            c.head,
+            c.found,
+            c.at,
+            self.file_offset,
+            self.cleared
+        )
+    }
+}
+
+/// Reads the memory `[base, base + capacity)` of `file` through a window of whole blocks.
+struct Reader<'a> {
+    file: &'a FileHandle,
+    block: BlockSize,
+    base: u64,
+    capacity: u64,
+    window_start: u64,
+    window: AlignedBuf,
+}
+
+const WINDOW: u64 = 1 << 20;
+
+impl<'a> Reader<'a> {
+    fn new(file: &'a FileHandle, block: BlockSize, base: u64, capacity: u64) -> Self {
+        Reader {
+            file,
+            block,
+            base,
+            capacity,
+            window_start: 0,
+            window: AlignedBuf::zeroed(0, sector_align(file)),
+        }
+    }
+
+    /// `len` bytes at `pos` (relative to `base`; the caller keeps them within the capacity).
+    fn get(&mut self, pos: u64, len: u64) -> minfs::Result<&[u8]> {
+        let end = pos + len;
+        let have = self.window_start..self.window_start + self.window.len() as u64;
+        if pos < have.start || end > have.end {
+            let start = self.block.floor_align(pos);
+            let want = self.block.ceil_align(end).max(start + WINDOW);
+            let stop = want.min(self.block.floor_align(self.capacity));
+            let mut buf = AlignedBuf::zeroed((stop - start) as usize, sector_align(self.file));
+            self.file.read_at(&mut buf, self.base + start)?;
+            self.window = buf;
+            self.window_start = start;
+        }
+        let at = (pos - self.window_start) as usize;
+        Ok(&self.window[at..at + len as usize])
+    }
+}
+
+/// The alignment O_DIRECT needs for `file`'s buffers.
+pub(crate) fn sector_align(file: &FileHandle) -> usize {
+    file.sector_size().max(1) as usize
+}
+
+/// Reads the storage header of the memory `[base, base + capacity)` of `file`.
+pub(crate) fn layout(
+    file: &FileHandle,
+    base: u64,
+    capacity: u64,
+) -> minfs::Result<Result<Layout, String>> {
+    let sector = u64::from(file.sector_size());
+    if capacity < sector || sector < FULL_HEADER_SIZE {
+        return Ok(Err(format!(
+            "a memory of {capacity} bytes on {sector}-byte sectors holds no storage header"
+        )));
+    }
+    let mut buf = AlignedBuf::zeroed(sector as usize, sector_align(file));
+    file.read_at(&mut buf, base)?;
+    Ok(Layout::decode(&buf, capacity))
+}
+
+/// Walks the journal of the storage in `[base, base + capacity)` of `file` (Cannyls' rules,
+/// see the module docs) without writing anything.
+pub fn inspect(file: &FileHandle, base: u64, capacity: u64) -> minfs::Result<Inspection> {
+    let layout = match layout(file, base, capacity)? {
+        Ok(l) => l,
+        Err(why) => return Ok(Inspection::NoStorage(why)),
+    };
+    let block = BlockSize::new(layout.block_size).expect("checked by decode");
+    let mut journal = Reader::new(
+        file,
+        block,
+        base + layout.journal_start,
+        layout.journal_size,
+    );
+    let head_bytes = journal.get(0, 8)?;
+    let head = u64::from_be_bytes(head_bytes.try_into().expect("8 bytes"));
+    let cap = layout.ring_size();
+    let mut ring = Reader::new(file, block, base + layout.ring_start(), cap);
+    if head >= cap {
+        return Ok(Inspection::Unrepairable {
+            layout,
+            head,
+            at: head,
+            found: Unreadable::PastRingEnd { tag: 0 },
+        });
+    }
+    let (mut pos, mut wrapped, mut records) = (head, false, 0u64);
+    let found = loop {
+        if pos + RECORD_HEAD > cap {
+            break Unreadable::PastRingEnd { tag: 0 };
+        }
+        let head5 = ring.get(pos, RECORD_HEAD)?;
+        let stored = u32::from_be_bytes(head5[..4].try_into().expect("4 bytes"));
+        let tag = head5[4];
+        let size = match tag {
+            TAG_END_OF_RECORDS | TAG_GO_TO_FRONT => RECORD_HEAD,
+            TAG_PUT => RECORD_HEAD + 16 + 2 + 5,
+            TAG_DELETE => RECORD_HEAD + 16,
+            TAG_DELETE_RANGE => RECORD_HEAD + 32,
+            TAG_EMBED => {
+                if pos + RECORD_HEAD + 18 > cap {
+                    break Unreadable::PastRingEnd { tag };
+                }
+                let len = ring.get(pos + RECORD_HEAD + 16, 2)?;
+                RECORD_HEAD + 18 + u64::from(u16::from_be_bytes([len[0], len[1]]))
+            }
+            other => break Unreadable::UnknownTag(other),
+        };
+        if pos + size > cap {
+            break Unreadable::PastRingEnd { tag };
+        }
+        if wrapped && pos + size > head {
+            break Unreadable::ReachesHead;
+        }
+        let computed = adler32::RollingAdler32::from_buffer(ring.get(pos + 4, size - 4)?).hash();
+        if computed != stored {
+            break Unreadable::Checksum {
+                tag,
+                stored,
+                computed,
+            };
+        }
+        match tag {
+            TAG_END_OF_RECORDS => {
+                return Ok(Inspection::Clean {
+                    layout,
+                    head,
+                    end: pos,
+                    records,
+                })
+            }
+            TAG_GO_TO_FRONT if wrapped => break Unreadable::SecondWrap,
+            TAG_GO_TO_FRONT => {
+                wrapped = true;
+                pos = 0;
+            }
+            _ => {
+                records += 1;
+                pos += size;
+            }
+        }
+    };
+    // Nothing read before it (the head itself), stale content met after the wrap, or no room
+    // for an EndOfRecords: no position can be shown to be the end.
+    let no_room = pos + RECORD_HEAD > cap || (wrapped && pos + RECORD_HEAD > head);
+    if (pos == head && !wrapped) || found == Unreadable::ReachesHead || no_room {
+        return Ok(Inspection::Unrepairable {
+            layout,
+            head,
+            at: pos,
+            found,
+        });
+    }
+    Ok(Inspection::TornTail(Cut {
+        layout,
+        head,
+        at: pos,
+        records,
+        found,
+    }))
+}
+
+/// Cuts the journal at `cut` (an `EndOfRecords`, then zeros up to [`CLEAR_AHEAD`] bytes, never
+/// past the head or the ring's end) and flushes. Returns the bytes zeroed.
+pub fn repair(file: &FileHandle, base: u64, cut: &Cut) -> minfs::Result<u64> {
+    let layout = &cut.layout;
+    let block = BlockSize::new(layout.block_size).expect("checked by decode");
+    let cap = layout.ring_size();
+    let limit = if cut.head > cut.at { cut.head } else { cap };
+    let eor_end = cut.at + END_OF_RECORDS.len() as u64;
+    let clear_end = limit.min(block.ceil_align(eor_end).max(eor_end + CLEAR_AHEAD));
+    let start = block.floor_align(cut.at);
+    let stop = block.ceil_align(clear_end).min(block.floor_align(cap));
+    let mut buf = AlignedBuf::zeroed((stop - start) as usize, sector_align(file));
+    let at = base + layout.ring_start() + start;
+    file.read_at(&mut buf, at)?;
+    let rel = (cut.at - start) as usize;
+    buf[rel..rel + END_OF_RECORDS.len()].copy_from_slice(&END_OF_RECORDS);
+    let cleared = clear_end.saturating_sub(eor_end);
+    buf[rel + END_OF_RECORDS.len()..(clear_end - start) as usize].fill(0);
+    file.write_at(&buf, at)?;
+    file.flush()?;
+    Ok(cleared)
+}
