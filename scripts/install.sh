@@ -25,9 +25,10 @@ Options:
   --prefix DIR    where to install, an absolute path (default /usr/local)
   --destdir DIR   stage the files under DIR/PREFIX instead of PREFIX (for packaging;
                   the DESTDIR environment variable does the same)
-  --bin-dir DIR   install the binaries already built in DIR (minfs, minfs-bench and
-                  minfs-docgen) instead of building them, e.g. target/release after
-                  cargo build --release -p minfs -p bencher-workloads -p docgen
+  --bin-dir DIR   install the binaries already built in DIR (minfs, minfs-bench,
+                  minfs-cannyls, hddsim and minfs-docgen) instead of building them, e.g.
+                  target/release after cargo build --release -p minfs -p bencher-workloads
+                  -p cannyls-adapter -p hddsim -p docgen
   -h, --help      this help
 
 Exit codes: 0 installed, 1 failure, 2 usage error.

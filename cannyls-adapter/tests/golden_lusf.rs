@@ -15,7 +15,12 @@ use minfs::{AlignedBuf, Filesystem, FormatOptions};
 fn golden_text() -> (String, Inspection) {
     let dev = Arc::new(MemDevice::new(4 << 20, 512, 512));
     let fs = Filesystem::format(dev, "golden", &FormatOptions::default()).unwrap();
-    let nvm = MinfsNvm::create_in(&fs, "lusf", 1 << 20).unwrap();
+    // Block size 512 (Cannyls' own), pinned: the golden bytes are about Cannyls' format, not
+    // about the adapter's default block size.
+    let nvm = MinfsNvm::create_in(&fs, "lusf", 1 << 20)
+        .unwrap()
+        .with_block_size(cannyls::block::BlockSize::new(512).unwrap())
+        .unwrap();
     let mut storage = nvm.storage_builder().create(nvm).unwrap();
     let embedded = LumpData::new_embedded(b"golden embedded".to_vec()).unwrap();
     storage.put(&LumpId::new(1), &embedded).unwrap();
