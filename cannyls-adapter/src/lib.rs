@@ -529,7 +529,17 @@ impl MinfsNvm {
                 block_size: size,
             });
         }
-        let view_end = self.view_start + block_size.floor_align(self.view_end - self.view_start);
+        // A memory over the whole file covers as much of it as the new block size allows (a
+        // smaller block size gives back the tail the larger one rounded off); a view made by
+        // `split` keeps its end, rounded down.
+        let whole_file =
+            self.view_start == 0 && self.view_end == self.block_size.floor_align(self.file.size());
+        let end = if whole_file {
+            self.file.size()
+        } else {
+            self.view_end
+        };
+        let view_end = self.view_start + block_size.floor_align(end - self.view_start);
         Ok(MinfsNvm {
             block_size,
             view_end,
