@@ -6,8 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{drive4k, drive512, flush, fua, r, w};
 use hddsim::model::{Drive, DriveRequest};
-use hddsim::profile::{self, Profile};
+use hddsim::profile::Profile;
 use hddsim::trace::{self, ReqOp};
 
 const MIB: u64 = 1 << 20;
@@ -17,44 +20,6 @@ fn data(name: &str) -> PathBuf {
         .join("tests")
         .join("data")
         .join(name)
-}
-
-fn drive512() -> Profile {
-    profile::load("st1000dm003").unwrap()
-}
-
-fn drive4k() -> Profile {
-    profile::load("st1000dm003-4kn").unwrap()
-}
-
-fn req(op: ReqOp, sector: u64, sectors: u64) -> DriveRequest {
-    DriveRequest {
-        op,
-        sector,
-        sectors,
-        preflush: false,
-        fua: false,
-        queued: false,
-    }
-}
-
-fn w(sector: u64, sectors: u64) -> DriveRequest {
-    req(ReqOp::Write, sector, sectors)
-}
-
-fn fua(sector: u64, sectors: u64) -> DriveRequest {
-    DriveRequest {
-        fua: true,
-        ..w(sector, sectors)
-    }
-}
-
-fn r(sector: u64, sectors: u64) -> DriveRequest {
-    req(ReqOp::Read, sector, sectors)
-}
-
-fn flush() -> DriveRequest {
-    req(ReqOp::Flush, 0, 0)
 }
 
 /// The media rate at sector `s` (bytes/s), from the profile's formula.

@@ -1,36 +1,11 @@
 //! The write-back rules of `docs/HDD-MODEL.md` ("Partial physical sectors", "Reads against a
 //! dirty cache"), one test each, on the shipped ST1000DM003 (512e) profile.
 
-use hddsim::model::{Drive, DriveRequest};
-use hddsim::profile::{self, Profile};
-use hddsim::trace::ReqOp;
+mod common;
 
-fn drive512() -> Profile {
-    profile::load("st1000dm003").unwrap()
-}
-
-fn req(op: ReqOp, sector: u64, sectors: u64) -> DriveRequest {
-    DriveRequest {
-        op,
-        sector,
-        sectors,
-        preflush: false,
-        fua: false,
-        queued: false,
-    }
-}
-
-fn w(sector: u64, sectors: u64) -> DriveRequest {
-    req(ReqOp::Write, sector, sectors)
-}
-
-fn r(sector: u64, sectors: u64) -> DriveRequest {
-    req(ReqOp::Read, sector, sectors)
-}
-
-fn flush() -> DriveRequest {
-    req(ReqOp::Flush, 0, 0)
-}
+use common::{drive512, flush, r, w};
+use hddsim::model::Drive;
+use hddsim::profile::Profile;
 
 const SECOND: f64 = 1e9;
 
