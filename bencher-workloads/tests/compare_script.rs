@@ -21,6 +21,8 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     SCRIPT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+use testutil::output_text as text;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -42,15 +44,6 @@ fn compare(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("bash runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Lines of `losetup -a`, `findmnt` and tracefs instances that mention `needle`.

@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 
 use docgen::PROGRAMS;
 
+use testutil::output_text as text;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -22,15 +24,6 @@ fn install(args: &[&str]) -> Output {
         .env_remove("DESTDIR")
         .output()
         .expect("bash runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn files_under(dir: &Path) -> BTreeSet<PathBuf> {

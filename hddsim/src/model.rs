@@ -887,16 +887,7 @@ impl Drive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn profile(name: &str) -> Profile {
-        Profile::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("profiles")
-                .join(format!("{name}.toml")),
-        )
-        .unwrap()
-    }
+    use crate::profile::tests::shipped as profile;
 
     #[test]
     fn geometry() {

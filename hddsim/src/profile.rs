@@ -491,10 +491,11 @@ pub fn load(spec: &str) -> Result<Profile, ProfileError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn shipped(name: &str) -> Profile {
+    /// A profile shipped in `hddsim/profiles` (also for the model's unit tests).
+    pub(crate) fn shipped(name: &str) -> Profile {
         Profile::load(
             &Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("profiles")

@@ -42,15 +42,20 @@ pub struct Allocator {
 impl Allocator {
     /// All `count` blocks from block `first` on are free.
     pub fn new(first: u64, count: u64) -> Allocator {
-        let mut a = Allocator {
+        let mut a = Allocator::without_runs(first, count);
+        a.insert_run(first, count);
+        a
+    }
+
+    /// `count` blocks from block `first` on, none of them free yet.
+    fn without_runs(first: u64, count: u64) -> Allocator {
+        Allocator {
             first,
             count,
             free: 0,
             by_start: BTreeMap::new(),
             by_len: BTreeSet::new(),
-        };
-        a.insert_run(first, count);
-        a
+        }
     }
 
     /// The map of `files`, refusing two files (or two extents) that claim the same block; the
@@ -68,13 +73,7 @@ impl Allocator {
             .flat_map(|(i, f)| f.extents.iter().map(move |e| (*e, i)))
             .collect();
         all.sort_by_key(|(e, i)| (e.start, *i));
-        let mut a = Allocator {
-            first,
-            count,
-            free: 0,
-            by_start: BTreeMap::new(),
-            by_len: BTreeSet::new(),
-        };
+        let mut a = Allocator::without_runs(first, count);
         // The end of the extents so far, and the file owning the extent reaching furthest.
         let mut end = first;
         let mut owner: Option<usize> = None;

@@ -316,3 +316,13 @@ pub fn bin_dir_with(own_bin: &str, others: &[(&str, &str)]) -> PathBuf {
     }
     dir
 }
+
+/// A finished command's exit status, stdout and stderr as one text, for assertion messages.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
