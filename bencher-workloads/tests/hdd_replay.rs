@@ -60,6 +60,11 @@ fn model_json(p: &Profile, t: &trace::Trace, ops: &[replay::OpRecord], run: &Run
     serde_json::to_string_pretty(&out.report).unwrap() + "\n"
 }
 
+/// The standard error of a command that must exit 1, as text.
+fn stderr_of_failure(cmd: &mut Command) -> String {
+    String::from_utf8(cmd.assert().code(1).get_output().stderr.clone()).unwrap()
+}
+
 #[test]
 fn identical_traces_give_identical_results() {
     let (t, ops, run) = golden_inputs();
@@ -195,30 +200,22 @@ fn cli() {
         .position(|l| l.contains("block_rq_complete: 7,0 RS () 0 + 256"))
         .unwrap()
         + 1;
-    let err = bin()
-        .args(["hdd-replay", "--profile", "st1000dm003"])
-        .arg(&bad_trace)
-        .arg(hddsim_data("hdd-mixed.oplog"))
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let err = stderr_of_failure(
+        bin()
+            .args(["hdd-replay", "--profile", "st1000dm003"])
+            .arg(&bad_trace)
+            .arg(hddsim_data("hdd-mixed.oplog")),
+    );
     assert!(
         err.contains(&format!("bad.trace: line {line}: block_rq_complete:")),
         "{err}"
     );
-    let err = bin()
-        .args(["hdd-replay", "--profile", "nosuch"])
-        .arg(hddsim_data("hdd-mixed.trace"))
-        .arg(hddsim_data("hdd-mixed.oplog"))
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let err = stderr_of_failure(
+        bin()
+            .args(["hdd-replay", "--profile", "nosuch"])
+            .arg(hddsim_data("hdd-mixed.trace"))
+            .arg(hddsim_data("hdd-mixed.oplog")),
+    );
     assert!(
         err.contains("no profile `nosuch`") && err.contains("st1000dm003-4kn"),
         "{err}"
@@ -243,16 +240,12 @@ fn cli() {
             .replace(complete, &far_complete),
     )
     .unwrap();
-    let err = bin()
-        .args(["hdd-replay", "--profile", "st1000dm003"])
-        .arg(&far)
-        .arg(hddsim_data("hdd-mixed.oplog"))
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let err = stderr_of_failure(
+        bin()
+            .args(["hdd-replay", "--profile", "st1000dm003"])
+            .arg(&far)
+            .arg(hddsim_data("hdd-mixed.oplog")),
+    );
     assert!(err.contains("ends past the 1953525168 sectors"), "{err}");
     // An op-log of another run.
     let err = bin()
@@ -266,17 +259,12 @@ fn cli() {
     drop(err);
     let wrong = dir.path().join("wrong.oplog");
     std::fs::write(&wrong, "0\tnew\t1\t10\t5\t6\n").unwrap();
-    let err = bin()
-        .args(["hdd-replay", "--profile", "st1000dm003"])
-        .arg(hddsim_data("hdd-mixed.trace"))
-        .arg(&wrong)
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    assert!(String::from_utf8(err)
-        .unwrap()
-        .contains("do not overlap in time"));
+    let err = stderr_of_failure(
+        bin()
+            .args(["hdd-replay", "--profile", "st1000dm003"])
+            .arg(hddsim_data("hdd-mixed.trace"))
+            .arg(&wrong),
+    );
+    assert!(err.contains("do not overlap in time"));
     bin().args(["hdd-replay", "--profile"]).assert().code(2);
 }

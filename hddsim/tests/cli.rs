@@ -20,6 +20,11 @@ fn stdout(cmd: &mut Command) -> String {
     String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
 }
 
+/// The standard error of a command that must exit 1, as text.
+fn stderr_of_failure(cmd: &mut Command) -> String {
+    String::from_utf8(cmd.assert().code(1).get_output().stderr.clone()).unwrap()
+}
+
 #[test]
 fn replay_then_demerit_against_the_measured_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,27 +125,17 @@ fn validate_prints_the_model_next_to_the_references() {
 
 #[test]
 fn errors_name_the_input_and_exit_1_usage_2() {
-    let err = hddsim()
-        .args(["validate", "--profile", "nosuch"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    assert!(String::from_utf8(err).unwrap().contains("nosuch"));
+    let err = stderr_of_failure(hddsim().args(["validate", "--profile", "nosuch"]));
+    assert!(err.contains("nosuch"));
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.oplog");
     std::fs::write(&bad, "0\tfly\t1\t10\t5\t6\n").unwrap();
-    let err = hddsim()
-        .arg("demerit")
-        .arg(&bad)
-        .arg(data("hdd-mixed.oplog"))
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let err = stderr_of_failure(
+        hddsim()
+            .arg("demerit")
+            .arg(&bad)
+            .arg(data("hdd-mixed.oplog")),
+    );
     assert!(err.contains("bad.oplog: line 1: kind `fly`"), "{err}");
     hddsim().args(["replay", "--profile"]).assert().code(2);
     hddsim().arg("frobnicate").assert().code(2);
