@@ -352,21 +352,27 @@ fn virtual_clock_service_times_equal_the_models() {
     }
 }
 
+/// Runs `hddsim emulate` over `s`'s backing image on a fresh mount point; it must exit 1. Its
+/// standard error.
+fn refused_emulate(s: &Scratch) -> String {
+    let mp = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let out = hddsim()
+        .args(["emulate", "--profile", "st1000dm003", "--backing"])
+        .arg(s.backing())
+        .arg(mp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn a_busy_backing_image_and_bad_sizes_are_refused() {
     require_fuse!();
     let s = Scratch::new(8 << 20);
     {
         let _emu = Emulator::start(&s, &["--clock", "virtual"]);
-        let mp = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
-        let out = hddsim()
-            .args(["emulate", "--profile", "st1000dm003", "--backing"])
-            .arg(s.backing())
-            .arg(mp.path())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = refused_emulate(&s);
         assert!(err.contains("busy") && err.contains("backing.img"), "{err}");
     }
     assert_released(&s);
@@ -376,14 +382,6 @@ fn a_busy_backing_image_and_bad_sizes_are_refused() {
         .unwrap()
         .set_len((8 << 20) + 100)
         .unwrap();
-    let mp = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
-    let out = hddsim()
-        .args(["emulate", "--profile", "st1000dm003", "--backing"])
-        .arg(s.backing())
-        .arg(mp.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_emulate(&s);
     assert!(err.contains("8388708"), "{err}");
 }
