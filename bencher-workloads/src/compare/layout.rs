@@ -58,6 +58,52 @@ pub struct ModelInfo {
     pub profile_name: Option<String>,
     /// The time the drive would take to transfer the run's bytes sequentially.
     pub sequential_limit_ns: Option<u64>,
+    /// What the trace held and what the modelled drive did with it (`hddsim`'s
+    /// `ModelSummary`); absent in reports from before these were read.
+    #[serde(flatten)]
+    pub work: DriveWork,
+}
+
+/// The requests of a modelled run and where the modelled drive's time went: the fields of
+/// `hddsim::ModelSummary` the report breaks a total down by. Every field is optional, so a
+/// report written without one still loads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct DriveWork {
+    /// Read requests.
+    pub reads: Option<u64>,
+    /// Bytes they read.
+    pub read_bytes: Option<u64>,
+    /// Write requests.
+    pub writes: Option<u64>,
+    /// Bytes they wrote.
+    pub write_bytes: Option<u64>,
+    /// Empty flush requests.
+    pub flushes: Option<u64>,
+    /// Writes with a preflush.
+    pub preflush_writes: Option<u64>,
+    /// Writes with FUA.
+    pub fua_writes: Option<u64>,
+    /// Requests issued while no operation ran (making the storage, background work).
+    pub requests_outside_ops: Option<u64>,
+    /// Seek time of the media reads (ns).
+    pub read_seek_ns: Option<f64>,
+    /// Seek time of the destage runs (ns).
+    pub destage_seek_ns: Option<f64>,
+    /// Rotational wait of the media reads (ns).
+    pub read_rotation_ns: Option<f64>,
+    /// Rotational wait of the destage runs (ns).
+    pub destage_rotation_ns: Option<f64>,
+    /// 512e read-modify-writes.
+    pub rmw_penalties: Option<u64>,
+    /// Their time (ns).
+    pub rmw_ns: Option<f64>,
+    /// Time flushes waited for the destage (ns).
+    pub flush_wait_ns: Option<f64>,
+    /// Time media reads waited behind the destage (ns).
+    pub read_destage_wait_ns: Option<f64>,
+    /// Time the media worked (ns).
+    pub media_busy_ns: Option<f64>,
 }
 
 /// A modelled run: the run's report with modelled times, and the model's figures.

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::format::{self, md};
-use super::layout::{Cell, Comparison, Profile, Run};
+use super::layout::{Cell, Comparison, DriveWork, Modelled, Profile, Run};
 use super::{plot_files, Source};
 use crate::run::report::RunReport;
 use crate::run::stats::KindReport;
@@ -351,6 +351,103 @@ fn measured_workload(out: &mut String, cmp: &Comparison, w: usize, cdf: Option<&
     }
 }
 
+/// Of `runs`, the one whose modelled total is the median (the lower of the two middle ones
+/// for an even count; ties keep the earlier run).
+fn median_run<'a>(runs: &[&'a Modelled]) -> Option<&'a Modelled> {
+    let mut v = runs.to_vec();
+    v.sort_by_key(|m| m.report.total_elapsed_ns);
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
+/// A count with thousands separators (`12,345`), or `—`.
+fn opt_count(c: Option<u64>) -> String {
+    let Some(c) = c else {
+        return "—".to_string();
+    };
+    let digits = c.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Bytes as MB (10^6) with one decimal, or `—`.
+fn opt_mb(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "—".to_string(), |b| format!("{:.1}", b as f64 / 1e6))
+}
+
+/// The sum of two optional figures (`None` only when both are missing).
+fn sum2(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    }
+}
+
+/// One row of [`drive_work_table`]: the cells after the target's name.
+fn drive_work_cells(d: &DriveWork) -> Vec<String> {
+    let flushes = match (d.flushes, d.preflush_writes, d.fua_writes) {
+        (None, None, None) => None,
+        (f, p, u) => Some(f.unwrap_or(0) + p.unwrap_or(0) + u.unwrap_or(0)),
+    };
+    let rmw = match (d.rmw_penalties, d.rmw_ns) {
+        (Some(n), t) => format!("{} ({})", opt_count(Some(n)), format::opt_time(t)),
+        (None, _) => "—".to_string(),
+    };
+    vec![
+        opt_count(d.writes),
+        opt_mb(d.write_bytes),
+        opt_count(d.reads),
+        opt_mb(d.read_bytes),
+        opt_count(flushes),
+        opt_count(d.requests_outside_ops),
+        format::opt_time(d.media_busy_ns),
+        format::opt_time(sum2(d.read_seek_ns, d.destage_seek_ns)),
+        format::opt_time(sum2(d.read_rotation_ns, d.destage_rotation_ns)),
+        rmw,
+        format::opt_time(d.flush_wait_ns),
+        format::opt_time(d.read_destage_wait_ns),
+    ]
+}
+
+/// Per target, what its median modelled run sent to the drive and where the modelled drive's
+/// time went: the figures that explain a modelled ratio.
+fn drive_work_table(out: &mut String, cmp: &Comparison, w: usize, profile: &str) {
+    let rows: Vec<(String, Vec<String>)> = cmp
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(t, target)| {
+            let run = median_run(&cmp.cells[w][t].modelled(profile))?;
+            Some((md(target), drive_work_cells(&run.model.work)))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\nWhat each target's run with the median modelled total sent to the drive, and where \
+         the modelled drive's time went. **Flushes** counts empty flushes, preflush and FUA \
+         writes; **outside ops** the requests issued while no operation ran (making the \
+         storage, background writeback); **media busy** the time the media worked for reads \
+         and destaging the cache, of which **seek**, **rotation** and the 512e \
+         **read-modify-writes** (an extra revolution each) are parts; **flush wait** the time \
+         flushes waited for the cache to be written; **read wait** the time media reads waited \
+         behind the destage. Waits overlap the media's work, so the columns do not add up to \
+         the total.\n\n\
+         | Target | writes | MB written | reads | MB read | flushes | outside ops | media busy \
+         | seek | rotation | read-modify-writes | flush wait | read wait |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (target, cells) in rows {
+        let _ = writeln!(out, "| {target} | {} |", cells.join(" | "));
+    }
+}
+
 fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str) {
     let source = Source::Modelled(&p.id);
     let (base, _) = baseline_words(cmp);
@@ -422,6 +519,7 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str)
             );
             reports.push(rs);
         }
+        drive_work_table(out, cmp, w, &p.id);
         out.push_str("\nModelled latency per kind of operation (median over runs):\n\n");
         kind_table(out, &cmp.targets, &reports);
     }
