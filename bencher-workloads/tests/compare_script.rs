@@ -233,6 +233,12 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
                 && check.contains("| seq-256k | ext4-defaults | 1 |"),
             "{check}"
         );
+        // The summary line: two runs, their spread, and how many are off by over 5%.
+        assert!(
+            check.contains("\n2 runs: replayed / measured min ")
+                && check.contains(" outside 0.95–1.05"),
+            "{check}"
+        );
     }
 }
 
@@ -286,4 +292,101 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
     drop(m);
     // (Mounting and unmounting ext4 writes its superblock, so the bytes are not compared here.)
     assert!(!out_dir.exists(), "a refused run wrote results");
+}
+
+/// Starts compare.sh in its own process group (as a shell starts a foreground job), waits
+/// until its first run has begun, sends `signal` — to the whole group with `group`, as Ctrl-C
+/// does, else to the script alone, as `kill PID` does — and returns its exit status, stderr
+/// and work directory's scratch (kept alive).
+fn interrupt_compare(
+    signal: &str,
+    group: bool,
+) -> (std::process::ExitStatus, String, tempfile::TempDir) {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let work = scratch.path().join("work");
+    let out_dir = scratch.path().join("out");
+    let log = scratch.path().join("stderr");
+    let mut child = Command::new("bash")
+        .arg(repo().join("scripts/compare.sh"))
+        .arg("--bin-dir")
+        .arg(bin_dir())
+        .args(["--workloads", "seq-256k", "--targets", "minfs,ext4"])
+        .args(["--scale", "0.05", "--runs", "3", "--no-trace"])
+        .arg("--work")
+        .arg(&work)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .process_group(0)
+        .spawn()
+        .expect("bash runs");
+    let started = Instant::now();
+    let first_run = out_dir.join("runs/seq-256k");
+    loop {
+        let begun = fs::read_dir(&first_run).is_ok_and(|targets| {
+            targets
+                .flatten()
+                .any(|t| t.path().join("run-1.oplog").exists())
+        });
+        if begun {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "compare.sh ended ({status}) before a run began: {}",
+                fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no run began within 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    let whom = if group { format!("-{pid}") } else { pid };
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &whom])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {whom}");
+    let status = child.wait().unwrap();
+    (status, fs::read_to_string(&log).unwrap(), scratch)
+}
+
+/// Asserts what an interrupted compare.sh must leave: exit 130, its message, and no loop
+/// device, mount, tracefs instance or image of its own.
+fn assert_interrupted_and_clean(status: std::process::ExitStatus, stderr: &str, scratch: &Path) {
+    let work = scratch.join("work");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("compare.sh: interrupted; cleaned up"),
+        "{stderr}"
+    );
+    let left = leftovers(work.to_str().unwrap());
+    assert!(left.is_empty(), "left behind: {left:?}\n{stderr}");
+    let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
+    assert!(
+        rest.is_empty(),
+        "image or mount point not removed: {rest:?}"
+    );
+}
+
+#[test]
+fn compare_script_cleans_up_after_ctrl_c() {
+    require_loop!();
+    let _serial = one_at_a_time();
+    let (status, stderr, scratch) = interrupt_compare("INT", true);
+    assert_interrupted_and_clean(status, &stderr, scratch.path());
+}
+
+#[test]
+fn compare_script_cleans_up_after_sigterm() {
+    require_loop!();
+    let _serial = one_at_a_time();
+    let (status, stderr, scratch) = interrupt_compare("TERM", false);
+    assert_interrupted_and_clean(status, &stderr, scratch.path());
 }
