@@ -3,6 +3,7 @@
 //! the parser's and the generator's.
 
 use bencher_workloads::cli::MAX_FILE_SIZE;
+use bencher_workloads::compare::format::thousands;
 use bencher_workloads::dsl::{self, MAX_EMBED_SIZE, MAX_NESTING, MAX_PUT_SIZE};
 use bencher_workloads::generate::DEFAULT_MAX_OPS;
 use bencher_workloads::run::OpText;
@@ -30,19 +31,6 @@ fn blocks(text: &str) -> Vec<(String, String)> {
     }
     assert!(open.is_none(), "an unclosed fenced block");
     found
-}
-
-/// 33553918 → "33,553,918".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

@@ -5,25 +5,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use bencher_workloads::compare::format::thousands;
 use bencher_workloads::run::capacity;
 use bencher_workloads::{dsl, expand, GenerateOptions, Summary};
 
 fn doc() -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/WORKLOADS.md");
     std::fs::read_to_string(path).expect("docs/WORKLOADS.md is readable")
-}
-
-/// 33553918 → "33,553,918".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A byte count as the tables give it: `26,214,400,000 (24.4 GiB)`, `0`.

@@ -88,6 +88,19 @@ pub fn mb_per_sec(bytes_per_sec: Option<f64>) -> String {
     }
 }
 
+/// A whole number with thousands separators: 33553918 → `33,553,918`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A count (a median of counts may end in .5).
 pub fn count(c: f64) -> String {
     if c.fract() == 0.0 {
@@ -157,6 +170,15 @@ pub fn link_path(parts: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(33553918), "33,553,918");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+    }
 
     #[test]
     fn medians() {

@@ -361,18 +361,7 @@ fn median_run<'a>(runs: &[&'a Modelled]) -> Option<&'a Modelled> {
 
 /// A count with thousands separators (`12,345`), or `—`.
 fn opt_count(c: Option<u64>) -> String {
-    let Some(c) = c else {
-        return "—".to_string();
-    };
-    let digits = c.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
+    c.map_or_else(|| "—".to_string(), format::thousands)
 }
 
 /// Bytes as MB (10^6) with one decimal, or `—`.
