@@ -113,6 +113,21 @@ pub struct DriveRequest {
     pub queued: bool,
 }
 
+impl DriveRequest {
+    /// A plain request: no preflush, no FUA, not queued behind another (set those fields
+    /// where they apply).
+    pub fn new(op: ReqOp, sector: u64, sectors: u64) -> DriveRequest {
+        DriveRequest {
+            op,
+            sector,
+            sectors,
+            preflush: false,
+            fua: false,
+            queued: false,
+        }
+    }
+}
+
 /// What the drive did, summed over the requests so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DriveStats {
@@ -923,28 +938,15 @@ mod tests {
     }
 
     fn w(sector: u64, sectors: u64) -> DriveRequest {
-        DriveRequest {
-            op: ReqOp::Write,
-            sector,
-            sectors,
-            preflush: false,
-            fua: false,
-            queued: false,
-        }
+        DriveRequest::new(ReqOp::Write, sector, sectors)
     }
 
     fn r(sector: u64, sectors: u64) -> DriveRequest {
-        DriveRequest {
-            op: ReqOp::Read,
-            ..w(sector, sectors)
-        }
+        DriveRequest::new(ReqOp::Read, sector, sectors)
     }
 
     fn flush() -> DriveRequest {
-        DriveRequest {
-            op: ReqOp::Flush,
-            ..w(0, 0)
-        }
+        DriveRequest::new(ReqOp::Flush, 0, 0)
     }
 
     #[test]

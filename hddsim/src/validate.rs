@@ -52,12 +52,8 @@ impl Rng {
 
 fn req(op: ReqOp, sector: u64, sectors: u64, queued: bool) -> DriveRequest {
     DriveRequest {
-        op,
-        sector,
-        sectors,
-        preflush: false,
-        fua: false,
         queued,
+        ..DriveRequest::new(op, sector, sectors)
     }
 }
 

@@ -320,17 +320,7 @@ fn virtual_clock_service_times_equal_the_models() {
     let mut drive = Drive::new(&profile);
     let mut t = 0.0;
     for l in &lines {
-        let end = drive.submit(
-            &DriveRequest {
-                op: l.op,
-                sector: l.sector,
-                sectors: l.sectors,
-                preflush: false,
-                fua: false,
-                queued: false,
-            },
-            t,
-        );
+        let end = drive.submit(&DriveRequest::new(l.op, l.sector, l.sectors), t);
         assert_eq!(
             (l.times.start, l.times.end),
             (t, end),

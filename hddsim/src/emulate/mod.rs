@@ -142,12 +142,8 @@ impl DriveQueue {
         let start = arrival.max(self.last_end);
         let queued = arrival < self.last_end;
         let req = DriveRequest {
-            op,
-            sector,
-            sectors,
-            preflush: false,
-            fua: false,
             queued,
+            ..DriveRequest::new(op, sector, sectors)
         };
         let end = self.drive.submit(&req, start);
         self.last_end = end;

@@ -15,14 +15,7 @@ pub fn drive4k() -> Profile {
 }
 
 pub fn req(op: ReqOp, sector: u64, sectors: u64) -> DriveRequest {
-    DriveRequest {
-        op,
-        sector,
-        sectors,
-        preflush: false,
-        fua: false,
-        queued: false,
-    }
+    DriveRequest::new(op, sector, sectors)
 }
 
 pub fn w(sector: u64, sectors: u64) -> DriveRequest {
