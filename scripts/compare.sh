@@ -59,6 +59,8 @@ set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib/emulator.sh
+source "$repo/scripts/lib/emulator.sh"
 prog=compare.sh
 
 die() { echo "$prog: error: $*" >&2; exit 1; }
@@ -225,14 +227,7 @@ cleanup() {
   [ "$tracefs_mounted" = 1 ] && umount /sys/kernel/tracing
   [ -n "$loop" ] && losetup -d "$loop"
   if [ -n "$emu_mnt" ]; then
-    # The loop device may hold the emulator's file a moment after detaching: retried.
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-      ! mountpoint -q "$emu_mnt" && break
-      "$hddsim" umount "$emu_mnt" >/dev/null 2>&1 && break
-      sleep 0.5
-    done
-    mountpoint -q "$emu_mnt" && { say "emulator still busy; detaching it lazily"; umount -l "$emu_mnt"; }
-    rmdir "$emu_mnt" 2>/dev/null
+    stop_emulator "$hddsim" "$emu_mnt" || say "emulator was still busy; detached it lazily"
   fi
   if [ -n "$image" ] && [ "$keep_image" = 0 ]; then rm -f "$image"; fi
   if [ "$interrupted" = 1 ]; then say "interrupted; cleaned up"; exit 130; fi

@@ -30,6 +30,8 @@ set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib/emulator.sh
+source "$repo/scripts/lib/emulator.sh"
 prog=hdd-check.sh
 die() { echo "$prog: error: $*" >&2; exit 1; }
 usage_error() { echo "$prog: error: $*" >&2; echo "(see $prog --help)" >&2; exit 2; }
@@ -95,15 +97,7 @@ cleanup() {
   set +e
   trap - EXIT INT TERM
   [ -n "$loop" ] && losetup -d "$loop"
-  if [ -n "$emu_mnt" ]; then
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-      ! mountpoint -q "$emu_mnt" && break
-      "$hddsim" umount "$emu_mnt" >/dev/null 2>&1 && break
-      sleep 0.5
-    done
-    mountpoint -q "$emu_mnt" && umount -l "$emu_mnt"
-    rmdir "$emu_mnt" 2>/dev/null
-  fi
+  [ -n "$emu_mnt" ] && stop_emulator "$hddsim" "$emu_mnt"
   [ -n "$image" ] && rm -f "$image"
   if [ "$interrupted" = 1 ]; then say "interrupted; cleaned up"; exit 130; fi
   exit "$rc"
