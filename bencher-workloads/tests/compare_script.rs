@@ -308,7 +308,12 @@ fn interrupt_compare(
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
     let log = scratch.path().join("stderr");
-    let mut child = Command::new("bash")
+    // `env --default-signal=INT`: a test run started in the background of a non-interactive
+    // shell inherits SIGINT ignored, and bash cannot trap a signal ignored on entry (nor can
+    // its children receive it), so the Ctrl-C case would pass or fail with how cargo was
+    // started.
+    let mut child = Command::new("env")
+        .args(["--default-signal=INT", "bash"])
         .arg(repo().join("scripts/compare.sh"))
         .arg("--bin-dir")
         .arg(bin_dir())
