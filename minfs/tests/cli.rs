@@ -389,3 +389,58 @@ fn one_commit_survives_garbage_over_either_slot_on_an_image() {
     let s = Scratch::new();
     one_commit_survives_either_slot_hit(&s.path("d.img"), &["-s", "256M"]);
 }
+
+/// `minfs write` of an input longer than the room left in the file exits 1 and changes nothing:
+/// piped (held before writing) and from a regular file (its length checked first).
+#[test]
+fn failed_write_leaves_the_file_byte_identical() {
+    let s = Scratch::new();
+    let img = s.image();
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["z", "-s", "1536K"])
+        .assert()
+        .success();
+    let before: Vec<u8> = (0..1536u32 << 10).map(|i| (i % 253) as u8).collect();
+    minfs()
+        .arg("write")
+        .arg(&img)
+        .arg("z")
+        .write_stdin(before.clone())
+        .assert()
+        .success();
+    let input = vec![0xEEu8; 2 << 20];
+    minfs()
+        .arg("write")
+        .arg(&img)
+        .arg("z")
+        .write_stdin(input.clone())
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("does not fit in \"z\" at offset 0")
+                .and(predicate::str::contains("nothing was written")),
+        );
+    assert!(cat(&img, "z") == before, "a failed piped write changed z");
+
+    // Stdin a regular file (`< input`): its length is known before anything is written.
+    let file = s.path("input");
+    std::fs::write(&file, &input).unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("minfs"))
+        .arg("write")
+        .arg(&img)
+        .args(["z", "--offset", "1M"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the input (2097152 bytes) does not fit")
+            && stderr.contains("524288 of them from the offset on")
+            && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(cat(&img, "z") == before, "a failed write from a file changed z");
+}
