@@ -945,7 +945,10 @@ mod tests {
         assert!(msg.contains("block size 512"), "{msg}");
         assert_eq!(*cannyls::Error::from(e).kind(), ErrorKind::InvalidInput);
 
-        let e = Error::Minfs(minfs::Error::Locked { target: "t".into() });
+        let e = Error::Minfs(minfs::Error::Locked {
+            target: "t".into(),
+            holder: minfs::LockHolder::Unknown,
+        });
         let io = io::Error::from(e);
         assert_eq!(io.kind(), io::ErrorKind::Other);
         assert_eq!(*cannyls::Error::from(io).kind(), ErrorKind::Other);

@@ -133,8 +133,12 @@ pub enum Error {
     },
     #[error("{target}: {reason}")]
     NotATarget { target: String, reason: String },
-    #[error("{target}: locked by another process (only one process may open a target read-write)")]
-    Locked { target: String },
+    #[error("{target}: locked by {holder}; {}", holder.advice())]
+    Locked {
+        target: String,
+        /// Who holds the lock, as far as `/proc` tells.
+        holder: crate::LockHolder,
+    },
     #[error("{target}: device is busy: {detail}")]
     Busy { target: String, detail: String },
     #[error("{target}: holds {kind} (signature at byte {offset}); refusing to overwrite it without --force (-f)")]

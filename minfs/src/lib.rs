@@ -28,13 +28,16 @@ pub mod fsck;
 #[cfg(feature = "fuse")]
 pub mod fuse;
 pub mod mkfs;
+mod mountinfo;
 pub mod signature;
 mod sys;
 
 #[cfg(feature = "cli")]
 pub mod cli;
 
-pub use device::{BlockDevice, FileDevice, MemDevice, OpenMode, SparseMemDevice, TargetKind};
+pub use device::{
+    BlockDevice, FileDevice, LockHolder, MemDevice, OpenMode, SparseMemDevice, TargetKind,
+};
 pub use error::{Corruption, Error, Result, SlotId};
 pub use file::FileHandle;
 pub use fs::{ExtentInfo, FileStat, Filesystem, FormatOptions, Info};

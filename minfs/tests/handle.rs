@@ -456,3 +456,63 @@ fn a_stale_slot_is_reported_and_healed_by_a_read_write_open() {
     assert!(r.is_clean(), "{:?}", r.problems);
     assert_eq!(r.generations, [Some(generation), Some(generation)]);
 }
+
+/// "locked by …" names who holds the lock: this process (a second read-write open), or another
+/// process by pid and command name. (A minfs mount is named in tests/mount.rs.)
+#[test]
+fn the_lock_holder_is_named() {
+    let dir = tempfile::Builder::new()
+        .prefix("minfs-lock-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let img = dir.path().join("disk.img");
+    let opts = FormatOptions {
+        size: Some(8 << 20),
+        ..Default::default()
+    };
+    minfs::mkfs::mkfs(&img, &opts, false).unwrap();
+    let fs = Filesystem::open(&img, OpenMode::ReadWrite).unwrap();
+    let err = Filesystem::open(&img, OpenMode::ReadWrite).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Locked {
+                holder: minfs::LockHolder::ThisProcess,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("locked by this process;"), "{err}");
+    drop(fs);
+
+    if testutil::which("flock").is_none() {
+        testutil::print_skip(
+            "the_lock_holder_is_named (another process)",
+            "flock(1) is not installed (util-linux)",
+        );
+        return;
+    }
+    // flock(1) takes the same kind of lock as minfs and holds it while its command runs.
+    let mut holder = std::process::Command::new("flock")
+        .arg("-x")
+        .arg(&img)
+        .args(["sleep", "60"])
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let err = loop {
+        match Filesystem::open(&img, OpenMode::ReadWrite) {
+            Err(e) => break e,
+            Ok(fs) if start.elapsed() < std::time::Duration::from_secs(10) => {
+                drop(fs);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Ok(_) => panic!("flock(1) did not take the lock within 10 s"),
+        }
+    };
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let want = format!("locked by process {} (flock);", holder.id());
+    assert!(err.to_string().contains(&want), "{err}\nwanted {want:?}");
+}

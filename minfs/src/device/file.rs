@@ -110,7 +110,12 @@ impl FileDevice {
         let fd = if writable {
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(locked) => Fd::Locked(locked),
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Err(Error::Locked { target }),
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                    return Err(Error::Locked {
+                        target,
+                        holder: super::lock_holder(path),
+                    })
+                }
                 Err((_, errno)) => return Err(Error::io(&target, "flock", errno.into())),
             }
         } else {

@@ -20,11 +20,13 @@ use std::io;
 
 pub mod fault;
 mod file;
+mod holder;
 mod memory;
 mod sparse;
 
 pub use fault::FaultDevice;
 pub use file::{FileDevice, OpenMode, TargetKind};
+pub use holder::{lock_holder, LockHolder};
 pub use memory::MemDevice;
 pub use sparse::SparseMemDevice;
 

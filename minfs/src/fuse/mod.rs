@@ -45,7 +45,7 @@ pub use server::MinfsFuse;
 use crate::{Error, Filesystem, OpenMode};
 
 /// The type of a minfs mount in `/proc/self/mountinfo`.
-pub const FSTYPE: &str = "fuse.minfs";
+pub const FSTYPE: &str = crate::mountinfo::MINFS_FSTYPE;
 
 /// An error of mounting or unmounting; the message names the path and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -239,6 +239,7 @@ fn hold_exclusively(target: &Path) -> Result<Flock<File>, Error> {
     Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| match errno {
         nix::errno::Errno::EWOULDBLOCK => Error::Locked {
             target: shown.clone(),
+            holder: crate::device::lock_holder(target),
         },
         e => Error::io(&shown, "flock", e.into()),
     })
