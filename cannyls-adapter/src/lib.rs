@@ -119,7 +119,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cannyls::block::BlockSize;
 use cannyls::nvm::NonVolatileMemory;
-use cannyls::storage::{StorageBuilder, StorageHeader};
+use cannyls::storage::{Storage, StorageBuilder, StorageHeader};
 use cannyls::ErrorKind;
 use minfs::{AlignedBuf, FileHandle, Filesystem, OpenMode};
 use trackable::error::ErrorKindExt;
@@ -135,9 +135,13 @@ pub mod recovery;
 pub use recovery::{Inspection, RecoveryReport};
 
 /// Whether opening a memory recovers the Cannyls storage in its file.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Recover {
+    /// Recover a storage if the file holds one.
     Yes,
+    /// Recover the storage the file must hold ([`Error::NoStorage`] if none).
+    Required,
+    /// A file just created: its blocks hold no storage.
     No,
 }
 
@@ -204,6 +208,16 @@ pub enum Error {
         /// What was found there.
         found: recovery::Unreadable,
     },
+    /// [`MinfsNvm::open`] found no Cannyls storage in the file (a file created but never
+    /// given a storage, e.g. after a failed `StorageBuilder::create`).
+    NoStorage {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// Why the start of the file is not a storage header.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -256,6 +270,16 @@ impl fmt::Display for Error {
                  walking from the head at ring position {head}, found {found} at ring position \
                  {at}; nothing shows where the journal ended, so the storage is not opened"
             ),
+            Error::NoStorage {
+                target,
+                file,
+                reason,
+            } => write!(
+                f,
+                "{target}: file {file:?} holds no Cannyls storage ({reason}; created but never \
+                 initialised?): remove it (minfs rm {target} {file}) or create the storage in \
+                 it (MinfsNvm::from_filesystem, then nvm.create_storage())"
+            ),
         }
     }
 }
@@ -282,7 +306,8 @@ impl Error {
             Error::Minfs(e) => minfs_kind(e),
             Error::InvalidBlockSize { .. }
             | Error::NoDefaultBlockSize { .. }
-            | Error::UnalignedView { .. } => ErrorKind::InvalidInput,
+            | Error::UnalignedView { .. }
+            | Error::NoStorage { .. } => ErrorKind::InvalidInput,
             Error::JournalUnrepairable { .. } => ErrorKind::StorageCorrupted,
         }
     }
@@ -356,6 +381,41 @@ struct Shared {
     header: Option<(u64, AlignedBuf)>,
     /// The ring head of the journal header on the media.
     durable_head: u64,
+    /// The file, while this memory was made by `create` and nothing was written to it yet.
+    unused: Option<Unused>,
+}
+
+/// A file made by [`MinfsNvm::create`] or [`MinfsNvm::create_in`] that nothing has been
+/// written to: removed again when the last view of its memory is dropped, so that a storage
+/// create that fails (e.g. `StorageBuilder::new().create(nvm)`, whose 512-byte storage block
+/// does not suit the memory's 4096) leaves no file without a storage behind.
+#[derive(Debug)]
+struct Unused {
+    fs: Filesystem,
+    file: String,
+    /// Set by the first write.
+    keep: bool,
+}
+
+impl Drop for Unused {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        match self.fs.remove(&self.file) {
+            Ok(()) => log::info!(
+                "{}: removed file {:?}: created for a Cannyls storage, but nothing was written to it",
+                self.fs.target(),
+                self.file
+            ),
+            Err(e) => log::warn!(
+                "{}: file {:?} was created for a Cannyls storage and never written, but could \
+                 not be removed: {e}",
+                self.fs.target(),
+                self.file
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -383,31 +443,44 @@ impl MinfsNvm {
     /// minfs filesystem on `target` (which must already exist: see [`minfs::mkfs::mkfs`]) and
     /// opens it. The filesystem stays open (and locked) while this memory or a view of it lives.
     ///
-    /// To create a Cannyls storage in it use [`MinfsNvm::storage_builder`].
+    /// To create a Cannyls storage in it use [`MinfsNvm::create_storage`] (or
+    /// [`MinfsNvm::storage_builder`]). If the memory (and every view of it) is dropped before
+    /// anything is written to it — a storage create that failed — the file is removed again.
     pub fn create(target: &Path, file: &str, capacity: u64) -> Result<MinfsNvm> {
         let fs = Filesystem::open(target, OpenMode::ReadWrite)?;
         MinfsNvm::create_in(&fs, file, capacity)
     }
 
-    /// Opens the existing file `file` in the minfs filesystem on `target`.
+    /// Opens the Cannyls storage's memory in the existing file `file` of the minfs filesystem
+    /// on `target` (recovering its journal as [`MinfsNvm::from_handle`] does). A file that
+    /// holds no storage is refused with [`Error::NoStorage`].
     ///
     /// Fails with [`minfs::Error::Locked`] when the target is already open read-write, also in
     /// this process: for several files of one filesystem use [`MinfsNvm::from_filesystem`].
     pub fn open(target: &Path, file: &str) -> Result<MinfsNvm> {
         let fs = Filesystem::open(target, OpenMode::ReadWrite)?;
-        MinfsNvm::from_filesystem(&fs, file)
+        MinfsNvm::from_handle_as(fs.open_file(file)?, Recover::Required)
     }
 
     /// Creates the file `file` of `capacity` bytes in an open filesystem and opens it, with
     /// the default block size (see the [crate docs](crate)): what was in its blocks before
     /// does not count.
+    ///
+    /// As with [`MinfsNvm::create`], the file is removed again if nothing is written to it.
     pub fn create_in(fs: &Filesystem, file: &str, capacity: u64) -> Result<MinfsNvm> {
         fs.create(file, capacity)?;
-        MinfsNvm::default_sized(fs.open_file(file)?, Recover::No)
+        let nvm = MinfsNvm::default_sized(fs.open_file(file)?, Recover::No)?;
+        lock(&nvm.shared).unused = Some(Unused {
+            fs: fs.clone(),
+            file: file.to_string(),
+            keep: false,
+        });
+        Ok(nvm)
     }
 
     /// Opens the existing file `file` of an open filesystem. Any number of files of one
-    /// filesystem can be open at once, each holding its own storage.
+    /// filesystem can be open at once, each holding its own storage. A file with no storage in
+    /// it opens with the default block size (to create one with [`MinfsNvm::create_storage`]).
     pub fn from_filesystem(fs: &Filesystem, file: &str) -> Result<MinfsNvm> {
         MinfsNvm::from_handle(fs.open_file(file)?)
     }
@@ -423,12 +496,16 @@ impl MinfsNvm {
     /// the repair is reported by [`MinfsNvm::recovery`] and a `log` warning; see [`recovery`].
     /// Fails with [`Error::JournalUnrepairable`] when the journal cannot be read from its head.
     pub fn from_handle(file: FileHandle) -> Result<MinfsNvm> {
+        MinfsNvm::from_handle_as(file, Recover::Yes)
+    }
+
+    fn from_handle_as(file: FileHandle, recover: Recover) -> Result<MinfsNvm> {
         match recorded_block_size(&file)? {
             Some(size) => {
                 let block_size = block_size_for(&file, u64::from(size))?;
-                MinfsNvm::with(file, block_size, Recover::Yes)
+                MinfsNvm::with(file, block_size, recover)
             }
-            None => MinfsNvm::with_default_block_size(file),
+            None => MinfsNvm::default_sized(file, recover),
         }
     }
 
@@ -458,10 +535,17 @@ impl MinfsNvm {
         let mut shared = Shared::default();
         let mut report = None;
         let inspection = match recover {
-            Recover::Yes => recovery::inspect(&file, 0, view_end)?,
+            Recover::Yes | Recover::Required => recovery::inspect(&file, 0, view_end)?,
             Recover::No => Inspection::NoStorage("a file just created".into()),
         };
         match inspection {
+            Inspection::NoStorage(reason) if recover == Recover::Required => {
+                return Err(Error::NoStorage {
+                    target: file.target().to_string(),
+                    file: file.name().to_string(),
+                    reason,
+                })
+            }
             Inspection::NoStorage(_) => {}
             Inspection::Clean { layout, head, .. } => {
                 shared.durable_head = head;
@@ -555,6 +639,12 @@ impl MinfsNvm {
         let mut builder = StorageBuilder::new();
         builder.block_size(self.block_size);
         builder
+    }
+
+    /// Creates a Cannyls storage in this memory with [`MinfsNvm::storage_builder`]'s settings
+    /// (the storage's block size is the memory's), and opens it.
+    pub fn create_storage(self) -> cannyls::Result<Storage<MinfsNvm>> {
+        self.storage_builder().create(self)
     }
 
     /// The minfs file.
@@ -666,6 +756,10 @@ impl MinfsNvm {
     /// held until the next sync of the ring.
     fn ordered_write(&self, buf: &[u8], offset: u64) -> minfs::Result<()> {
         let mut shared = lock(&self.shared);
+        if let Some(unused) = &mut shared.unused {
+            // Written to: the file is in use, keep it.
+            unused.keep = true;
+        }
         match shared.journal {
             Some(p) if p.ring == self.range() => {
                 // Ring bytes the durable journal header still needs (between its head and the

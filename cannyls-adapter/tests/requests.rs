@@ -6,6 +6,7 @@ mod common;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use cannyls::block::BlockSize;
+use cannyls::lump::LumpId;
 use cannyls::nvm::NonVolatileMemory;
 use cannyls::storage::StorageBuilder;
 use cannyls::ErrorKind;
@@ -216,10 +217,15 @@ fn block_size_choice() {
     }
     // A storage's block size must be a multiple of its memory's: StorageBuilder::new() (512)
     // refuses the default 4096-byte memory; storage_builder() matches it.
+    // The refused create leaves no file behind.
     let nvm = MinfsNvm::create_in(&fs, "s", 4 * MIB).unwrap();
     let e = StorageBuilder::new().create(nvm).unwrap_err();
     assert_eq!(*e.kind(), ErrorKind::InvalidInput);
-    let nvm = MinfsNvm::from_filesystem(&fs, "s").unwrap();
+    assert!(matches!(
+        fs.stat("s"),
+        Err(minfs::Error::FileNotFound { .. })
+    ));
+    let nvm = MinfsNvm::create_in(&fs, "s", 4 * MIB).unwrap();
     assert_eq!(nvm.block_size().as_u16() as u64, default, "no storage yet");
     let storage = nvm.storage_builder().create(nvm).unwrap();
     assert_eq!(storage.header().block_size.as_u16() as u64, default);
@@ -243,7 +249,12 @@ fn constructor_errors() {
     assert!(matches!(e, Error::Minfs(minfs::Error::FileNotFound { .. })));
     assert!(e.to_string().contains("missing"), "{e}");
     // Create an existing file.
-    drop(MinfsNvm::create(&img.path, "f", 1 << 20).unwrap());
+    drop(
+        MinfsNvm::create(&img.path, "f", 1 << 20)
+            .unwrap()
+            .create_storage()
+            .unwrap(),
+    );
     let e = MinfsNvm::create(&img.path, "f", 1 << 20).unwrap_err();
     assert!(matches!(e, Error::Minfs(minfs::Error::FileExists { .. })));
     // No space.
@@ -262,4 +273,72 @@ fn constructor_errors() {
     drop(nvm);
     MinfsNvm::open(&img.path, "f").unwrap();
     assert_fsck_clean(&img.path);
+}
+
+/// `StorageBuilder::new().create(MinfsNvm::create(..)?)`, what a `FileNvm` user writes, is
+/// refused (Cannyls' 512-byte storage block does not suit the memory's 4096) and leaves no
+/// minfs file behind: the same create then works with `create_storage`, and the file is kept
+/// once written.
+#[test]
+fn failed_storage_create_leaves_no_orphan_file() {
+    let img = image(8 * MIB);
+    let nvm = MinfsNvm::create(&img.path, "lusf", 4 * MIB).unwrap();
+    let e = StorageBuilder::new().create(nvm).unwrap_err();
+    assert_eq!(*e.kind(), ErrorKind::InvalidInput);
+    let fs = Filesystem::open(&img.path, OpenMode::ReadOnly).unwrap();
+    assert!(fs.list().is_empty(), "left behind: {:?}", fs.list());
+    drop(fs);
+    // A memory dropped unused (and its views) removes its file too.
+    let nvm = MinfsNvm::create(&img.path, "lusf", 4 * MIB).unwrap();
+    let (left, right) = nvm.split(0).unwrap();
+    drop(left);
+    drop(right);
+    let fs = Filesystem::open(&img.path, OpenMode::ReadOnly).unwrap();
+    assert!(fs.list().is_empty(), "left behind: {:?}", fs.list());
+    drop(fs);
+
+    let nvm = MinfsNvm::create(&img.path, "lusf", 4 * MIB).unwrap();
+    let mut storage = nvm.create_storage().unwrap();
+    let data = storage.allocate_lump_data_with_bytes(b"kept").unwrap();
+    storage.put(&LumpId::new(1), &data).unwrap();
+    storage.journal_sync().unwrap();
+    drop(storage);
+    let mut storage = StorageBuilder::new()
+        .open(MinfsNvm::open(&img.path, "lusf").unwrap())
+        .unwrap();
+    assert_eq!(
+        storage.get(&LumpId::new(1)).unwrap().unwrap().as_bytes(),
+        b"kept"
+    );
+    drop(storage);
+    assert_fsck_clean(&img.path);
+}
+
+/// `MinfsNvm::open` of a file with no Cannyls storage in it says so and what to do, instead of
+/// Cannyls' assertion on the magic number; `from_filesystem` still opens it to create one.
+#[test]
+fn file_without_storage_is_named_as_such() {
+    let img = image(8 * MIB);
+    let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
+    fs.create("empty", 4 * MIB).unwrap();
+    drop(fs);
+    let e = MinfsNvm::open(&img.path, "empty").unwrap_err();
+    assert!(matches!(e, Error::NoStorage { .. }), "{e:?}");
+    let msg = e.to_string();
+    for want in [
+        "file \"empty\" holds no Cannyls storage",
+        "minfs rm",
+        "create_storage",
+    ] {
+        assert!(msg.contains(want), "{msg:?} lacks {want:?}");
+    }
+    assert_eq!(*cannyls::Error::from(e).kind(), ErrorKind::InvalidInput);
+    let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
+    let storage = MinfsNvm::from_filesystem(&fs, "empty")
+        .unwrap()
+        .create_storage()
+        .unwrap();
+    drop(storage);
+    drop(fs);
+    MinfsNvm::open(&img.path, "empty").unwrap();
 }

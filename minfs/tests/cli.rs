@@ -442,5 +442,8 @@ fn failed_write_leaves_the_file_byte_identical() {
             && stderr.contains("nothing was written"),
         "{stderr}"
     );
-    assert!(cat(&img, "z") == before, "a failed write from a file changed z");
+    assert!(
+        cat(&img, "z") == before,
+        "a failed write from a file changed z"
+    );
 }

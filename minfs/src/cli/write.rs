@@ -265,7 +265,10 @@ mod tests {
         assert!(err.contains("3141632 of them from the offset on"), "{err}");
         assert_eq!(contents(&f), before);
         // The input that just fits is written.
-        assert_eq!(copy(&mut &input[1..], &f, 4096, HOLD_LIMIT), Ok(input.len() as u64 - 1));
+        assert_eq!(
+            copy(&mut &input[1..], &f, 4096, HOLD_LIMIT),
+            Ok(input.len() as u64 - 1)
+        );
     }
 
     #[test]
@@ -285,9 +288,14 @@ mod tests {
             "{err}"
         );
         let after = contents(&f);
-        assert!(after[512..512 + written as usize].iter().all(|&b| b == 0xAA));
+        assert!(after[512..512 + written as usize]
+            .iter()
+            .all(|&b| b == 0xAA));
         assert_eq!(after[..512], before[..512]);
-        assert_eq!(after[512 + written as usize..], before[512 + written as usize..]);
+        assert_eq!(
+            after[512 + written as usize..],
+            before[512 + written as usize..]
+        );
     }
 
     #[test]
