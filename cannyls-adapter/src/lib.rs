@@ -20,7 +20,9 @@
 //!   holds a Cannyls storage opens ([`MinfsNvm::open`], [`MinfsNvm::from_filesystem`]) with the
 //!   block size recorded in its header, so storages made at 512 still open. A Cannyls storage's
 //!   block size must be a multiple of its memory's: create the storage with
-//!   [`MinfsNvm::storage_builder`] (or `StorageBuilder::new().block_size(nvm.block_size())`).
+//!   [`MinfsNvm::create_storage`] (or [`MinfsNvm::storage_builder`]).
+//!   `StorageBuilder::new().create(nvm)` asks for 512 and is refused by Cannyls; the file
+//!   [`MinfsNvm::create`] made for it is then removed again, since nothing was written to it.
 //! - **Sharing**: a [`FileHandle`] is `Clone + Send + Sync`; [`NonVolatileMemory::split`] gives
 //!   two views (journal and data regions) of the same file, like `FileNvm::split`.
 //! - **One read-write open per target and process**: minfs locks the target with
@@ -92,7 +94,7 @@
 //!
 //! // A 32 MiB minfs file holding a Cannyls storage.
 //! let nvm = MinfsNvm::create(&image, "lusf", 32 << 20)?;
-//! let mut storage = nvm.storage_builder().create(nvm)?;
+//! let mut storage = nvm.create_storage()?;
 //! let id = LumpId::new(42);
 //! let data = storage.allocate_lump_data_with_bytes(b"hello minfs")?;
 //! storage.put(&id, &data)?;
@@ -104,6 +106,41 @@
 //! assert_eq!(storage.get(&id)?.unwrap().as_bytes(), b"hello minfs");
 //! drop(storage);
 //! assert!(minfs::fsck::check(&image)?.is_clean());
+//! # Ok(()) }
+//! ```
+//!
+//! # Under Cannyls' asynchronous `Device`
+//! Build the storage on the device thread, and wait until the device runs before the first
+//! request: one sent right after `spawn` fails with `DeviceBusy` while the storage opens.
+//! ```
+//! use cannyls::deadline::Deadline;
+//! use cannyls::device::DeviceBuilder;
+//! use cannyls::lump::LumpId;
+//! use cannyls::storage::StorageBuilder;
+//! use cannyls_adapter::minfs::{self, FormatOptions};
+//! use cannyls_adapter::MinfsNvm;
+//! use fibers_global::execute;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::Builder::new().tempdir_in("/var/tmp")?;
+//! let image = dir.path().join("disk.img");
+//! let size = Some(64 << 20);
+//! minfs::mkfs::mkfs(&image, &FormatOptions { size, ..Default::default() }, false)?;
+//! drop(MinfsNvm::create(&image, "lusf", 32 << 20)?.create_storage()?);
+//!
+//! let path = image.clone();
+//! let device = DeviceBuilder::new().spawn(move || {
+//!     let nvm = MinfsNvm::open(&path, "lusf")?; // our Error converts into Cannyls' with `?`
+//!     StorageBuilder::new().open(nvm)
+//! });
+//! let device = execute(device.wait_for_running())?;
+//! let d = device.handle();
+//! let data = d.allocate_lump_data_with_bytes(b"hello device")?;
+//! execute(d.request().journal_sync().put(LumpId::new(7), data))?;
+//! let got = execute(d.request().get(LumpId::new(7)))?;
+//! assert_eq!(got.unwrap().as_bytes(), b"hello device");
+//! device.stop(Deadline::Immediate);
+//! execute(device)?;
 //! # Ok(()) }
 //! ```
 //!
@@ -131,6 +168,21 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 
 pub mod cli;
 pub mod recovery;
+
+/// The minfs library, re-exported so that a crate depending on this one can make and open
+/// filesystems (`cannyls_adapter::minfs::mkfs::mkfs`, `cannyls_adapter::minfs::Filesystem`)
+/// without naming minfs in its own `Cargo.toml`.
+pub use minfs;
+
+/// The Rust examples of the workspace README and of this crate's README, compiled and run as
+/// doc-tests so that they keep working as written.
+#[cfg(doctest)]
+mod readme_examples {
+    #[doc = include_str!("../../README.md")]
+    struct WorkspaceReadme;
+    #[doc = include_str!("../README.md")]
+    struct AdapterReadme;
+}
 
 pub use recovery::{Inspection, RecoveryReport};
 
