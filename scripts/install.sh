@@ -12,14 +12,19 @@ usage() {
   cat <<'EOF'
 Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--bin-dir DIR]
 
-Builds minfs and minfs-bench (cargo build --release) and installs:
-  PREFIX/bin/                                    minfs, minfs-bench
+Builds minfs, minfs-bench, minfs-cannyls and hddsim (cargo build --release) and installs:
+  PREFIX/bin/                                    minfs, minfs-bench, minfs-cannyls, hddsim
   PREFIX/share/man/man8/, man1/                  minfs(8), minfs-SUBCOMMAND(8),
-                                                 minfs-bench(1), minfs-bench-SUBCOMMAND(1)
+                                                 minfs-cannyls(8), minfs-cannyls-SUBCOMMAND(8),
+                                                 minfs-bench(1), minfs-bench-SUBCOMMAND(1),
+                                                 hddsim(1), hddsim-SUBCOMMAND(1)
+  PREFIX/share/hddsim/profiles/                  the drive profiles (hddsim, minfs-bench
+                                                 hdd-replay; also built into the programs)
   PREFIX/share/bash-completion/completions/      bash completions
   PREFIX/share/zsh/site-functions/               zsh completions
   PREFIX/share/fish/vendor_completions.d/        fish completions
-and prints every file it installed.
+and prints every file it installed, then how to reach the man pages when PREFIX/share/man is
+not on man's search path.
 
 Options:
   --prefix DIR    where to install, an absolute path (default /usr/local)
@@ -113,4 +118,18 @@ while IFS= read -r rel; do
   echo "installed $root/share/$rel"
   count=$((count + 1))
 done < <(cd "$stage" && find . -type f | sed 's|^\./||' | LC_ALL=C sort)
+for f in hddsim/profiles/*.toml hddsim/profiles/README.md; do
+  install -D -m 0644 "$f" "$root/share/$f"
+  echo "installed $root/share/$f"
+  count=$((count + 1))
+done
 echo "install.sh: $count files installed under $root"
+# /usr and /usr/local are on man's default search path; elsewhere say how to reach the pages.
+# (man-db also finds PREFIX/share/man by itself once PREFIX/bin is on PATH.)
+case "$prefix" in
+  /usr|/usr/|/usr/local|/usr/local/) ;;
+  *)
+    echo "install.sh: the man pages are in $prefix/share/man: put $prefix/bin on PATH, or"
+    echo "  export MANPATH=\"$prefix/share/man:\$MANPATH\"   (a trailing ':' keeps man's default path)"
+    echo "  or read one with: man -M $prefix/share/man minfs" ;;
+esac

@@ -41,6 +41,14 @@ fn files_under(dir: &Path) -> BTreeSet<PathBuf> {
     found
 }
 
+/// The drive profiles and their README (`hddsim/profiles`), installed under
+/// `PREFIX/share/hddsim/profiles`.
+fn shipped_profiles() -> impl Iterator<Item = std::ffi::OsString> {
+    std::fs::read_dir(repo().join("hddsim/profiles"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+}
+
 /// This build's binaries: minfs-docgen and every program's.
 fn bin_dir() -> PathBuf {
     let programs: Vec<(&str, &str)> = PROGRAMS.iter().map(|p| (p.package, p.name)).collect();
@@ -65,7 +73,8 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         .unwrap()
         .into_iter()
         .map(|f| prefix.join("share").join(f.path))
-        .chain(PROGRAMS.iter().map(|p| prefix.join("bin").join(p.name)));
+        .chain(PROGRAMS.iter().map(|p| prefix.join("bin").join(p.name)))
+        .chain(shipped_profiles().map(|f| prefix.join("share/hddsim/profiles").join(f)));
     let expected: BTreeSet<PathBuf> = expected.collect();
     for must in [
         "bin/minfs",
@@ -77,6 +86,7 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         "share/bash-completion/completions/minfs-bench",
         "share/zsh/site-functions/_minfs",
         "share/fish/vendor_completions.d/minfs-bench.fish",
+        "share/hddsim/profiles/st1000dm003.toml",
     ] {
         assert!(expected.contains(&prefix.join(must)), "{must}");
     }
@@ -89,6 +99,9 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         .collect();
     assert_eq!(listed, expected, "{}", text(&out));
     assert!(stdout.contains(&format!("{} files installed", expected.len())));
+    // Outside /usr and /usr/local, how to reach the man pages.
+    let manpath = format!("export MANPATH=\"{}/share/man:$MANPATH\"", prefix.display());
+    assert!(stdout.contains(&manpath), "{}", text(&out));
 
     // The installed binaries run; the pages are the generated ones.
     for bin in PROGRAMS.iter().map(|p| p.name) {
@@ -146,5 +159,111 @@ fn bad_arguments_are_refused() {
     assert!(!missing.exists());
     let help = install(&["--help"]);
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("--prefix DIR"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--prefix DIR"));
+    // It names every program it installs.
+    for p in PROGRAMS {
+        assert!(
+            help.contains(p.name),
+            "--help does not name {}:\n{help}",
+            p.name
+        );
+    }
+    assert!(help.contains("share/hddsim/profiles"), "{help}");
+}
+
+/// The installed `hddsim` and `minfs-bench hdd-replay` find their drive profiles with the
+/// checkout out of reach (a tmpfs over it in a private mount namespace, run from an empty
+/// directory): from `PREFIX/share/hddsim/profiles` first (a broken installed profile is named),
+/// and, with that directory gone, from the profiles built into the programs. Needs root and
+/// unshare(1); skipped otherwise (a failure under MINFS_REQUIRE_LOOP=1).
+#[test]
+fn installed_tools_find_profiles_without_the_checkout() {
+    let test = "installed_tools_find_profiles_without_the_checkout";
+    let missing = if !testutil::is_root() {
+        Some("needs root (a mount namespace with a tmpfs over the checkout)")
+    } else if testutil::which("unshare").is_none() {
+        Some("unshare(1) is not installed (util-linux)")
+    } else {
+        None
+    };
+    if let Some(reason) = missing {
+        if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+            panic!("MINFS_REQUIRE_LOOP=1 but {reason}");
+        }
+        testutil::print_skip(test, reason);
+        return;
+    }
+    let checkout = repo().canonicalize().unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("minfs-installed-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    assert!(
+        !base.starts_with(&checkout),
+        "the scratch directory is in the checkout"
+    );
+    let prefix = base.join("prefix");
+    let out = install(&[
+        "--bin-dir",
+        bin_dir().to_str().unwrap(),
+        "--prefix",
+        prefix.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let profiles = prefix.join("share/hddsim/profiles");
+    assert!(
+        profiles.join("st1000dm003.toml").is_file(),
+        "{}",
+        text(&out)
+    );
+    // The inputs of a replay (a golden trace and op-log), and an empty working directory.
+    let data = base.join("data");
+    std::fs::create_dir(&data).unwrap();
+    for f in ["hdd-mixed.trace", "hdd-mixed.oplog"] {
+        std::fs::copy(checkout.join("hddsim/tests/data").join(f), data.join(f)).unwrap();
+    }
+    let empty = base.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let script = r#"
+        set -e
+        mount -t tmpfs -o size=1m minfs-test-hides-the-checkout "$1"
+        test ! -e "$1/Cargo.toml"
+        cd "$2"
+        "$3/bin/hddsim" validate --profile st1000dm003 >/dev/null
+        "$3/bin/minfs-bench" hdd-replay --profile st1000dm003-4kn "$4/hdd-mixed.trace" "$4/hdd-mixed.oplog" >/dev/null
+        test -z "$(ls -A "$2")"
+    "#;
+    let run = || {
+        Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+            .args([&checkout, &empty, &prefix, &data])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "installed profiles: {}", text(&out));
+
+    // The installed directory is searched before the built-in profiles: a broken installed
+    // profile is what is reported.
+    let installed = profiles.join("st1000dm003.toml");
+    let good = std::fs::read(&installed).unwrap();
+    std::fs::write(&installed, "rpm = \"fast\"\n").unwrap();
+    let out = run();
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&installed.display().to_string()),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(&installed, good).unwrap();
+
+    // No installed profiles: the built-in ones.
+    std::fs::remove_dir_all(&profiles).unwrap();
+    let out = run();
+    assert!(out.status.success(), "built-in profiles: {}", text(&out));
+    // Nothing was left mounted over the checkout out here.
+    assert!(checkout.join("Cargo.toml").is_file());
 }

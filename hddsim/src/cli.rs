@@ -43,8 +43,9 @@ pub fn command() -> clap::Command {
 pub enum Command {
     /// Replay a block trace through the model and charge the op-log's operations.
     Replay {
-        /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
-        /// `st1000dm003-4kn`).
+        /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
+        /// `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles and
+        /// PREFIX/share/hddsim/profiles).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the summary and the modelled latencies as JSON to FILE (`-`: stdout).

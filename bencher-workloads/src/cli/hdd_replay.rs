@@ -19,8 +19,9 @@ use crate::run::report::RunReport;
 /// Arguments of `hdd-replay`.
 #[derive(Debug, Clone, Args)]
 pub struct HddReplayArgs {
-    /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
-    /// `st1000dm003-4kn`).
+    /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
+    /// `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles and
+    /// PREFIX/share/hddsim/profiles).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
     /// The block trace (tracefs `trace` text with block_rq_issue/block_rq_complete, trace_clock

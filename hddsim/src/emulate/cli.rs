@@ -33,7 +33,8 @@ pub const FSTYPE: &str = "fuse.hddsim";
 /// `hddsim emulate`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmulateArgs {
-    /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`, …).
+    /// The drive profile: a file, or the name of a shipped one (`st1000dm003`, …; built in,
+    /// and looked for first in hddsim/profiles and PREFIX/share/hddsim/profiles).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
     /// The image holding the drive's data (its size is the drive's; a multiple of 512 bytes,
