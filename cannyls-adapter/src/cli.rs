@@ -34,6 +34,11 @@ pub const DEFAULT_FILE: &str = "cannyls.lusf";
     name = "minfs-cannyls",
     version,
     about = "Cannyls storages on minfs",
+    long_about = "Cannyls storages on minfs: checks and repairs of the Cannyls storage in a minfs \
+                  file, the one cannyls-adapter's MinfsNvm gives Cannyls as its memory.\n\n\
+                  Cannyls 0.10 refuses to open a storage whose journal ends in a record a crash \
+                  tore. fsck walks the journal as Cannyls will and, with -y, cuts such a tail the \
+                  way MinfsNvm does when it opens the storage.",
     after_help = "Exit codes (as e2fsck): 0 clean, 1 corrected, 4 uncorrected, 8 operational \
                   error, 16 usage error."
 )]
@@ -61,6 +66,13 @@ pub fn exit_statuses(_subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Check a storage's journal; with -y, cut a torn tail (what `MinfsNvm::open` also does).
+    ///
+    /// Walks the journal of the Cannyls storage in FILE from its head as Cannyls does when it
+    /// opens the storage. It is clean when it ends in an EndOfRecords (exit 0). A record a crash
+    /// tore is reported and left with -n (exit 4), and cut with -y: an EndOfRecords is written
+    /// where the first unreadable record starts (exit 1). A journal that cannot be read from its
+    /// head is reported and left (exit 4); a missing target or file, or a file with no storage, is
+    /// an operational error (exit 8).
     Fsck(FsckArgs),
 }
 

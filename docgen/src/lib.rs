@@ -112,7 +112,8 @@ impl Program {
     fn page(&self, cmd: &clap::Command, sub: Option<&str>) -> io::Result<File> {
         let version = self.built().get_version().unwrap_or_default().to_string();
         let name = cmd.get_display_name().unwrap_or(self.name);
-        let man = Man::new(cmd.clone());
+        // The section also goes into the SUBCOMMANDS list's references (`minfs-mkfs(8)`).
+        let man = Man::new(cmd.clone()).section(self.section);
         let mut out = Vec::new();
         // `.TH NAME SECTION DATE SOURCE MANUAL`. Written here rather than by clap_mangen,
         // whose roff drops an empty DATE and so shifts SOURCE and MANUAL one place left.

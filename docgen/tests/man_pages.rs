@@ -144,3 +144,81 @@ fn pages_render_with_man() {
         );
     }
 }
+
+/// The text of section `name` (`.SH NAME` … up to the next `.SH`), roff requests dropped,
+/// escapes of `-` undone, lines joined.
+fn section_text(roff: &str, name: &str) -> String {
+    let mut lines = roff.lines().skip_while(|l| *l != format!(".SH {name}"));
+    lines.next();
+    lines
+        .take_while(|l| !l.starts_with(".SH"))
+        .filter(|l| !l.starts_with('.') && !l.starts_with('\''))
+        .map(|l| l.replace("\\-", "-"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every page's DESCRIPTION says more than its NAME line does.
+#[test]
+fn every_page_has_a_real_description() {
+    let mut bare = Vec::new();
+    for f in pages() {
+        let roff = String::from_utf8(f.contents).unwrap();
+        let name = section_text(&roff, "NAME");
+        let summary = name.split_once(" - ").map_or(name.as_str(), |(_, s)| s);
+        let description = section_text(&roff, "DESCRIPTION");
+        if description.len() < summary.len() + 60 {
+            bare.push(format!("{}: {description:?}", f.path.display()));
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "DESCRIPTION only repeats NAME:\n{}",
+        bare.join("\n")
+    );
+}
+
+/// A reference to another page, `NAME(SECTION)`, names the section that page is installed in
+/// (a subcommand page of `minfs` is in section 8, like `minfs(8)`).
+#[test]
+fn cross_references_name_the_installed_section() {
+    let pages = pages();
+    let installed: Vec<(String, String)> = pages
+        .iter()
+        .map(|f| {
+            let file = f.path.file_name().unwrap().to_str().unwrap();
+            let (name, section) = file.rsplit_once('.').unwrap();
+            (name.to_string(), section.to_string())
+        })
+        .collect();
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for f in &pages {
+        let roff = String::from_utf8(f.contents.clone())
+            .unwrap()
+            .replace("\\-", "-");
+        for (name, section) in &installed {
+            for other in ["1", "5", "7", "8"] {
+                let reference = format!("{name}({other})");
+                // Not a longer name's reference (`minfs-bench(1)` holds `bench(1)`).
+                let found = roff.match_indices(&reference).any(|(at, _)| {
+                    at == 0 || {
+                        let c = roff.as_bytes()[at - 1];
+                        !(c.is_ascii_alphanumeric() || c == b'-')
+                    }
+                });
+                if found {
+                    seen += 1;
+                    if other != section {
+                        wrong.push(format!(
+                            "{}: {reference}, installed as {name}.{section}",
+                            f.path.display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > PROGRAMS.len(), "only {seen} references found");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

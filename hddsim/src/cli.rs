@@ -25,6 +25,13 @@ use crate::summary::{self, ModelSummary};
 use crate::{human_ns, profile, replay, trace, validate};
 
 /// A service-time model of a 512e desktop hard disk, driven by block traces.
+///
+/// The drive (the Seagate Barracuda ST1000DM003 of the shipped profiles, every parameter with its
+/// source) is modelled request by request: seek, rotation, zoned transfer rate, the write-back
+/// cache, and the read-modify-write of partly written 4 KiB physical sectors. replay charges a
+/// run's block trace to its operations, demerit compares two runs' latency distributions, validate
+/// sets the model's figures beside the drive's published ones, and emulate serves a file through
+/// FUSE with the model's timing.
 #[derive(Debug, Parser)]
 #[command(name = "hddsim", version)]
 pub struct Cli {
@@ -42,6 +49,12 @@ pub fn command() -> clap::Command {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Replay a block trace through the model and charge the op-log's operations.
+    ///
+    /// The block requests of a run (tracefs block_rq_issue and block_rq_complete, trace clock
+    /// mono) go through the model first come first served, and each operation of the op-log
+    /// (minfs-bench run --op-log) is charged with the modelled time. Prints the model's figures;
+    /// --json adds every operation's measured and modelled latency, --oplog-out writes the
+    /// modelled op-log. Files ending in .gz are read compressed.
     Replay {
         /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
         /// `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles and
@@ -62,8 +75,12 @@ pub enum Command {
         /// The op-log of the run (`.gz` read too).
         oplog: PathBuf,
     },
-    /// DiskSim's demerit figure: RMS horizontal distance between the response-time
-    /// distributions of two runs, per operation kind.
+    /// DiskSim's demerit figure: RMS horizontal distance between the response-time distributions
+    /// of two runs, per operation kind.
+    ///
+    /// How far a model's response times are from a reference's, in time and as a percentage of the
+    /// reference's mean. Each run is an op-log (its exact distribution) or a RunReport JSON
+    /// (percentiles only, interpolated between them).
     Demerit {
         /// The modelled run: a RunReport JSON or an op-log.
         model: PathBuf,
@@ -75,10 +92,24 @@ pub enum Command {
     },
     /// Serve a drive file through FUSE with the model's timing (a loop device over it is an
     /// emulated disk).
+    ///
+    /// Serves one file, disk, under MOUNTPOINT, its data on the backing image (O_DIRECT). Its
+    /// reads, writes and fsyncs are taken one at a time in arrival order and answered when the
+    /// modelled drive would complete them. A loop device with --direct-io=on over MOUNTPOINT/disk
+    /// is a block device that runs at the drive's pace; MOUNTPOINT/stats.json says what the drive
+    /// was asked and did. hddsim umount stops it.
     Emulate(crate::emulate::cli::EmulateArgs),
     /// Unmount an emulator; returns once it has exited and released its backing image.
+    ///
+    /// Unmounts an hddsim emulate mount and waits until its server has exited and released the
+    /// lock it holds on the backing image, so the image can be used right after.
     Umount(crate::emulate::cli::UmountArgs),
     /// Synthetic request streams against the drive's published figures.
+    ///
+    /// Runs synthetic request streams through the model (sequential reads and writes, random 4 KiB
+    /// reads at queue depth 1 and 32, scattered writes followed by a flush) and prints the figures
+    /// beside the drive manual's and a sister drive's measured ones. The model is checked against
+    /// them, never fitted to them.
     Validate {
         /// The drive profile.
         #[arg(long, value_name = "PROFILE")]

@@ -781,7 +781,13 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
             "write more than the file holds",
             vec![os("write"), os(img), os("b")],
             1,
-            &[&t, "5000 bytes", "past the end of \"b\"", "4096 bytes"],
+            &[
+                &t,
+                "5000 bytes",
+                "does not fit in \"b\"",
+                "4096 bytes",
+                "nothing was written",
+            ],
         )
         .stdin(vec![7; 5000]),
     );
@@ -796,6 +802,8 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
     );
 
     // --- a target another process holds -----------------------------------------------------
+    // This test process holds the lock: the message names it.
+    let holder = format!("locked by process {} (", std::process::id());
     for (args, code) in [
         (
             vec![os("create"), os(img), os("new"), os("-s"), os("4K")],
@@ -810,7 +818,7 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
                 format!("{} on a locked image", args[0].to_string_lossy()),
                 args,
                 code,
-                &[&t, "locked by another process"],
+                &[&t, &holder],
             )
             .locked(img),
         );

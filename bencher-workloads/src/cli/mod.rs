@@ -50,8 +50,18 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Commands {
     /// Parse and expand a workload and summarize the operations; runs nothing.
+    ///
+    /// Prints the operation counts by kind, the bytes put, embedded and read, the peak of live
+    /// bytes and lumps, the final live set, and the commands skipped on an empty live list; --json
+    /// prints one JSON object. The workload language is described in docs/DSL.md.
     Check(check::CheckArgs),
     /// Run a workload on a Cannyls storage and report the times of its operations.
+    ///
+    /// Makes a fresh Cannyls storage on the backend (--backend minfs:TARGET[:FILE], file:PATH,
+    /// file-prealloc:PATH, raw:BLOCKDEV or memory), runs the workload's operations in order and
+    /// prints the latency statistics of each kind of operation. --json writes the report as JSON;
+    /// --op-log writes one line per operation with its CLOCK_MONOTONIC start and end, for
+    /// hdd-replay.
     // The workload file is `--workload FILE` here (positional in `check`), listed first.
     #[command(
         mut_arg("file", |a| a
@@ -66,10 +76,22 @@ pub enum Commands {
     Run(run::RunArgs),
     /// Replay a block trace of a run through the HDD model (docs/HDD-MODEL.md) and report the
     /// modelled operation latencies.
+    ///
+    /// The block requests a run issued (a tracefs trace captured while it ran on a loop device)
+    /// are replayed through hddsim's service-time model of a 7200 rpm 512e drive and charged to
+    /// the run's operations (its op-log). The output is run's report with the modelled latencies,
+    /// plus the model's figures.
     HddReplay(hdd_replay::HddReplayArgs),
     /// Render a comparison directory into DIR/report.md and SVG plots in DIR/plots/.
+    ///
+    /// Reads what scripts/compare.sh writes (compare.json, and per workload and target each run's
+    /// JSON report, op-log and modelled reports), writes report.md with the targets' latencies
+    /// side by side and as ratios to minfs, and the plots, and prints the path of report.md.
     Report(report::ReportArgs),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
+    ///
+    /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another
+    /// shell or place, e.g. `minfs-bench completions zsh > ~/.zfunc/_minfs-bench`.
     Completions(completions::CompletionsArgs),
 }
 

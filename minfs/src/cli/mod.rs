@@ -54,31 +54,87 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Make a filesystem on an image file (created and preallocated with --size) or a block device.
+    /// Make a filesystem on an image file (created and preallocated with --size) or a block
+    /// device.
+    ///
+    /// Writes the reserved area: two 64 KiB metadata slots, each holding a checksummed superblock
+    /// and file table, with one commit of an empty file table. An image that does not exist is
+    /// created and preallocated (fallocate) to --size; an existing image keeps its size, and a
+    /// block device is used whole. A target that holds a known signature (a filesystem, a
+    /// partition table, a minfs) is refused unless -f; -n prints what would be made and writes
+    /// nothing.
     Mkfs(mkfs::Args),
     /// Show the superblock and the files (like tune2fs -l).
+    ///
+    /// Prints the active slot's superblock (UUID, label, format version, generation, sector and
+    /// block sizes, total and free bytes, the slot offsets, creation and update times) and each
+    /// file with its size and extents. --json prints one JSON object. The target is opened
+    /// read-only, so this works while another process has it open read-write.
     Info(info::Args),
     /// Check (and with -y repair) both metadata slots and the extents.
+    ///
+    /// Reads both metadata slots and checks their checksums and generations, and that the files'
+    /// extents lie in the data area, overlap nowhere and agree with the free-block count. -n (the
+    /// default) changes nothing and opens the target read-only; -y copies the newest valid slot
+    /// over a damaged or stale one. The exit status is e2fsck's.
     Fsck(fsck::Args),
     /// List the files.
+    ///
+    /// One name per line, sorted; -l adds each file's size, allocated bytes, number of extents and
+    /// first device offset; --json prints an array of objects. The target is opened read-only.
     Ls(ls::Args),
     /// Create a preallocated file of a given size.
+    ///
+    /// Allocates its 4 KiB blocks, in one extent when a free run is long enough, and commits the
+    /// new file table before returning: once the command has returned the file survives a crash.
+    /// Its bytes are whatever the blocks held (not zeroed). A name is at most 64 bytes; a
+    /// filesystem holds at most 256 files.
     Create(create::Args),
     /// Grow a file to a larger size.
+    ///
+    /// Adds blocks for the new size and commits; the bytes already in the file stay where they are
+    /// (extents never move). A smaller size is refused: files never shrink.
     Grow(create::GrowArgs),
     /// Remove a file.
+    ///
+    /// Commits the file table without it and frees its blocks; their contents are not erased.
     Rm(rm::Args),
     /// Write a file's contents to stdout.
+    ///
+    /// Reads the file with O_DIRECT from its first byte up to its size. The target is opened
+    /// read-only; a closed pipe (as into head) ends the output quietly.
     Cat(cat::Args),
     /// Copy stdin into a file at an offset (the file does not grow).
+    ///
+    /// --offset must be a multiple of the logical sector size; a partial last sector keeps the
+    /// file's bytes after the input. An input longer than the room from the offset to the end of
+    /// the file is refused before anything is written: the length of a regular-file input is
+    /// checked first, and a piped input is held in memory (up to 64 MiB) before the first write.
+    /// Only a piped input longer than that can fail after writing, and the error then says which
+    /// bytes of the file were changed. The data is flushed to the device before the command
+    /// returns.
     Write(write::Args),
     /// Mount the filesystem with FUSE: its files as ordinary files under MOUNTPOINT.
+    ///
+    /// Files can be read, written, created, truncated, preallocated and removed; rename,
+    /// directories and links are refused (EPERM). fsync flushes the device. The server holds the
+    /// target as a read-write opener does (flock, and O_EXCL on a block device), also with -o ro,
+    /// until it is unmounted. Without --foreground the server runs in the background and the
+    /// command returns once the mount exists.
     #[cfg(feature = "fuse")]
     Mount(mount::Args),
     /// Unmount a minfs mount and wait until its server has released the target.
+    ///
+    /// Returns only once the server has flushed, released the target and exited (up to --timeout
+    /// seconds), so the target can be opened read-write (fsck -y, mkfs) right after. --lazy
+    /// detaches the mount even with files open and does not wait.
     #[cfg(feature = "fuse")]
     Umount(umount::Args),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
+    ///
+    /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another
+    /// shell or place, e.g. `minfs completions bash >
+    /// ~/.local/share/bash-completion/completions/minfs`.
     Completions(completions::Args),
 }
 

@@ -114,7 +114,12 @@ pub(crate) fn copy(
     let eof = read_up_to(input, &mut held, limit)
         .map_err(|e| format!("reading stdin: {e}; nothing was written"))?;
     if held.len() as u64 > room {
-        let len = format!("more than {room} bytes");
+        // Say how long the input is, if it ends within the hold (read, not kept).
+        let rest = std::io::copy(&mut input.take(hold as u64), &mut std::io::sink()).ok();
+        let len = match rest {
+            Some(n) if n < hold as u64 => format!("{} bytes", held.len() as u64 + n),
+            _ => format!("more than {} bytes", held.len() as u64 + rest.unwrap_or(0)),
+        };
         return Err(too_long(f, offset, &len) + "; nothing was written");
     }
     let mut w = Writer {
