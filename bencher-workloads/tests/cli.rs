@@ -363,3 +363,68 @@ fn check_capacity_is_the_capacity_run_uses() {
         assert_eq!(v["capacity"], run["capacity"], "block size {bs}");
     }
 }
+
+/// Without --block-size, check shows the capacity at 512 (file:, raw:, memory runs) and at
+/// 4096 (minfs: runs), each what `check --block-size` gives.
+#[test]
+fn check_shows_the_capacity_at_both_default_block_sizes() {
+    let seq = workloads_dir().join("seq-256k.wl");
+    let seq = seq.to_str().unwrap();
+    let v = check_json(&["--scale", "0.001", seq]);
+    let capacities = v["capacities"].as_array().unwrap();
+    assert_eq!(capacities.len(), 2, "{v}");
+    for (c, bs) in capacities.iter().zip(["512", "4096"]) {
+        assert_eq!(c["block_size"].to_string(), bs);
+        let one = check_json(&["--scale", "0.001", "--block-size", bs, seq]);
+        assert_eq!(c["capacity"], one["capacity"], "block size {bs}");
+    }
+    assert_ne!(capacities[0]["capacity"], capacities[1]["capacity"]);
+    let cap4096 = capacities[1]["capacity"].as_u64().unwrap();
+    bench()
+        .args(["check", "--scale", "0.001", seq])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains(format!("{cap4096} (")).and(predicate::str::contains(
+                "MiB) at block size 4096: run's default for minfs:",
+            )),
+        );
+}
+
+/// `run --backend minfs:IMAGE` on an image holding another filesystem names it, instead of
+/// suggesting a `minfs mkfs` that would refuse it.
+#[test]
+fn minfs_backend_on_another_filesystem_names_what_it_holds() {
+    if !testutil::require_program(
+        "minfs_backend_on_another_filesystem_names_what_it_holds",
+        "mkfs.ext4",
+        "e2fsprogs",
+    ) {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("minfs-bench-ext4-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let img = dir.path().join("ext4.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    testutil::mkfs_ext4(&img).unwrap();
+    let seq = workloads_dir().join("seq-256k.wl");
+    bench()
+        .args(["run", "--scale", "0.001", "--no-progress", "--backend"])
+        .arg(format!("minfs:{}", img.display()))
+        .arg("--workload")
+        .arg(&seq)
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("not a minfs filesystem")
+                .and(predicate::str::contains(
+                    "it holds an ext2/ext3/ext4 filesystem",
+                ))
+                .and(predicate::str::contains("minfs mkfs").not()),
+        );
+}

@@ -447,3 +447,73 @@ fn failed_write_leaves_the_file_byte_identical() {
         "a failed write from a file changed z"
     );
 }
+
+/// `minfs umount` of a path that does not exist says so (not "not mounted"); of an existing
+/// directory with nothing mounted, that nothing is mounted there.
+#[test]
+fn umount_of_a_missing_path_says_it_does_not_exist() {
+    let s = Scratch::new();
+    let missing = s.path("no-such-dir");
+    for path in [missing.clone(), missing.join("below")] {
+        minfs().arg("umount").arg(&path).assert().code(1).stderr(
+            predicate::str::contains(format!("{}: does not exist", path.display()))
+                .and(predicate::str::contains("not mounted").not()),
+        );
+    }
+    minfs()
+        .arg("umount")
+        .arg(s.path(""))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "not mounted (nothing is mounted there)",
+        ));
+}
+
+/// `minfs info` shows an empty label as `<none>` (as tune2fs -l does), a set one as it is.
+#[test]
+fn info_shows_an_empty_label_as_none() {
+    let s = Scratch::new();
+    let img = s.path("nolabel.img");
+    minfs()
+        .args(["mkfs", "-s", "8M"])
+        .arg(&img)
+        .assert()
+        .success();
+    minfs()
+        .arg("info")
+        .arg(&img)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Filesystem label:         <none>\n",
+        ));
+    assert_eq!(json(&["info", "--json"], &img)["label"], "");
+    minfs()
+        .arg("info")
+        .arg(s.image())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Filesystem label:         test\n"));
+}
+
+/// fsck's summary counts "1 file", "2 files".
+#[test]
+fn fsck_counts_files_in_the_right_number() {
+    let s = Scratch::new();
+    let img = s.image();
+    for (name, want) in [("a", "1 file,"), ("b", "2 files,")] {
+        minfs()
+            .arg("create")
+            .arg(&img)
+            .args([name, "-s", "4K"])
+            .assert()
+            .success();
+        minfs()
+            .arg("fsck")
+            .arg(&img)
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains(format!(": {want} ")));
+    }
+}

@@ -463,8 +463,15 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
         ),
         ("8E", 1, vec![s(&x), "9223372036854775808".into()]),
         ("16E", 2, vec!["'16E'".into(), "too large".into()]),
-        ("-5", 2, vec!["'-5'".into()]),
+        ("-5", 2, vec!["'-5'".into(), "sizes are positive".into()]),
+        ("-5G", 2, vec!["'-5G'".into(), "sizes are positive".into()]),
         ("abc", 2, vec!["'abc'".into(), "--size".into()]),
+        // An unknown unit: the units are listed.
+        (
+            "4Q",
+            2,
+            vec!["'4Q'".into(), "K, M, G, T".into(), "powers of 1024".into()],
+        ),
         ("", 2, vec!["''".into(), "--size".into()]),
         ("0", 1, vec![s(&x), "0 bytes is too small".into()]),
         (

@@ -20,9 +20,24 @@ pub struct CheckArgs {
     /// Print one JSON object instead of the summary for people.
     #[arg(long)]
     pub json: bool,
-    /// The storage block size to plan the capacity for (as `run --block-size`).
-    #[arg(long, value_name = "BYTES", default_value_t = 512)]
+    /// The storage block size to plan the capacity for (as `run --block-size`). Without it the
+    /// capacity is shown at 512 (the default of file:, raw: and memory runs) and at 4096 (of
+    /// minfs: runs).
+    #[arg(long, value_name = "BYTES")]
+    pub block_size: Option<u32>,
+}
+
+/// The block sizes `check` plans for without `--block-size`: Cannyls' 512 (the default of
+/// `run`'s file:, file-prealloc:, raw: and memory backends) and 4096 (of its minfs: backend).
+const DEFAULT_BLOCK_SIZES: [u32; 2] = [512, cannyls_adapter::DEFAULT_BLOCK_SIZE];
+
+/// The capacity planned at one block size.
+#[derive(Debug, Clone, Serialize)]
+pub struct Capacity {
+    /// The storage block size.
     pub block_size: u32,
+    /// The capacity `run` gives Cannyls at it without `--capacity`, in bytes.
+    pub capacity: u64,
 }
 
 /// What `check --json` prints.
@@ -41,10 +56,12 @@ pub struct CheckReport {
     pub summary: Summary,
     /// Commands skipped because the live list was empty.
     pub skipped: u64,
-    /// The block size `capacity` is planned for.
+    /// The block size `capacity` is planned for (`--block-size`, or 512).
     pub block_size: u32,
     /// The capacity `run` gives Cannyls without `--capacity`, in bytes.
     pub capacity: u64,
+    /// The capacity at each block size planned for: `--block-size`, or 512 and 4096.
+    pub capacities: Vec<Capacity>,
 }
 
 /// Runs `check`.
@@ -60,15 +77,24 @@ pub fn check(
             return Ok(e.exit_code());
         }
     };
-    if args.block_size == 0 || args.block_size % 512 != 0 {
-        writeln!(
-            err,
-            "minfs-bench: error: --block-size {} is not a positive multiple of 512",
-            args.block_size
-        )?;
-        return Ok(ExitCode::from(super::EXIT_USAGE));
-    }
-    let plan = crate::run::capacity::plan(&loaded.expansion.ops, args.block_size);
+    let block_sizes = match args.block_size {
+        Some(b) if b == 0 || b % 512 != 0 => {
+            writeln!(
+                err,
+                "minfs-bench: error: --block-size {b} is not a positive multiple of 512"
+            )?;
+            return Ok(ExitCode::from(super::EXIT_USAGE));
+        }
+        Some(b) => vec![b],
+        None => DEFAULT_BLOCK_SIZES.to_vec(),
+    };
+    let capacities: Vec<Capacity> = block_sizes
+        .iter()
+        .map(|&block_size| Capacity {
+            block_size,
+            capacity: crate::run::capacity::plan(&loaded.expansion.ops, block_size).capacity,
+        })
+        .collect();
     let report = CheckReport {
         file: loaded.file,
         seed: loaded.expansion.seed,
@@ -76,8 +102,9 @@ pub fn check(
         sync_every: args.workload.sync_every.map(|n| n.get()),
         summary: Summary::of(&loaded.expansion.ops),
         skipped: loaded.expansion.skipped,
-        block_size: args.block_size,
-        capacity: plan.capacity,
+        block_size: capacities[0].block_size,
+        capacity: capacities[0].capacity,
+        capacities,
     };
     if args.json {
         serde_json::to_writer(&mut *out, &report)?;
@@ -139,12 +166,28 @@ fn write_human(r: &CheckReport, out: &mut dyn Write) -> std::io::Result<()> {
         s.final_live_lumps,
         bytes(s.final_live_bytes)
     )?;
-    writeln!(
-        out,
-        "capacity        {} (run's default at block size {})",
-        bytes(r.capacity),
-        r.block_size
-    )?;
+    for (i, c) in r.capacities.iter().enumerate() {
+        let label = if i == 0 { "capacity" } else { "" };
+        let backends = match (r.capacities.len(), c.block_size) {
+            (1, _) => None,
+            (_, 4096) => Some("minfs:"),
+            _ => Some("file:, file-prealloc:, raw: and memory"),
+        };
+        match backends {
+            None => writeln!(
+                out,
+                "{label:<16}{} (run's default at block size {})",
+                bytes(c.capacity),
+                c.block_size
+            )?,
+            Some(backends) => writeln!(
+                out,
+                "{label:<16}{} at block size {}: run's default for {backends}",
+                bytes(c.capacity),
+                c.block_size
+            )?,
+        }
+    }
     if r.skipped > 0 {
         writeln!(
             out,

@@ -349,6 +349,12 @@ fn reuse(what: &str, existing: u64, setup: &Setup) -> Result<u64, String> {
     }
 }
 
+/// The known signature (a filesystem, a partition table) at the start of `target`, if any.
+fn signature_of(target: &Path) -> Option<minfs::signature::Signature> {
+    let dev = minfs::FileDevice::open(target, minfs::OpenMode::ReadOnly).ok()?;
+    minfs::signature::probe(&dev).ok().flatten()
+}
+
 fn minfs_nvm(
     target: &Path,
     file: &str,
@@ -357,10 +363,18 @@ fn minfs_nvm(
     notes: &mut Vec<String>,
 ) -> Result<(MinfsNvm, f64), String> {
     let fs = minfs::Filesystem::open(target, minfs::OpenMode::ReadWrite).map_err(|e| match e {
-        minfs::Error::NotMinfs { .. } => format!(
-            "{e}; make one first with `minfs mkfs {}` (add -s SIZE for a new image file)",
-            target.display()
-        ),
+        minfs::Error::NotMinfs { .. } => match signature_of(target) {
+            // `minfs mkfs` would refuse it too: say what is there instead.
+            Some(sig) => format!(
+                "{e}: it holds {} (signature at byte {}); give a minfs target, or a `file:` \
+                 backend for a file in that filesystem",
+                sig.kind, sig.offset
+            ),
+            None => format!(
+                "{e}; make one first with `minfs mkfs {}` (add -s SIZE for a new image file)",
+                target.display()
+            ),
+        },
         other => other.to_string(),
     })?;
     let sector = fs.device().logical_sector_size();

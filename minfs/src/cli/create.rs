@@ -14,7 +14,7 @@ pub struct Args {
     /// File name (1 to 64 bytes, no '/').
     name: String,
     /// Size, e.g. 10G; preallocated as one extent when possible.
-    #[arg(short, long, value_parser = parse_size)]
+    #[arg(short, long, value_parser = parse_size, allow_hyphen_values = true)]
     size: u64,
 }
 
@@ -24,7 +24,7 @@ pub struct GrowArgs {
     target: TargetArg,
     name: String,
     /// New size (not smaller than the current one).
-    #[arg(short, long, value_parser = parse_size)]
+    #[arg(short, long, value_parser = parse_size, allow_hyphen_values = true)]
     size: u64,
 }
 

@@ -44,8 +44,9 @@ fn print(report: &Report, target: &str) {
 
 fn summary(report: &Report, target: &str) {
     println!(
-        "{target}: {} files, {}/{} blocks used",
+        "{target}: {} {}, {}/{} blocks used",
         report.files,
+        if report.files == 1 { "file" } else { "files" },
         report.block_count - report.free_blocks,
         report.block_count
     );

@@ -47,7 +47,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let rows: Vec<(&str, String)> = vec![
         ("Filesystem magic", "MINFS-SB".into()),
         ("Filesystem UUID", i.uuid.clone()),
-        ("Filesystem label", i.label.clone()),
+        // As tune2fs -l shows an empty volume name.
+        (
+            "Filesystem label",
+            if i.label.is_empty() {
+                "<none>".into()
+            } else {
+                i.label.clone()
+            },
+        ),
         ("Format version", i.format_version.to_string()),
         ("Generation", i.generation.to_string()),
         ("Active slot", format!("{:?}", i.active_slot)),

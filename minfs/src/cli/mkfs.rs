@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(short = 'L', long, default_value = "")]
     label: String,
     /// Size (e.g. 10G): creates an image of that size; on a block device uses only that much.
-    #[arg(short, long, value_parser = parse_size)]
+    #[arg(short, long, value_parser = parse_size, allow_hyphen_values = true)]
     size: Option<u64>,
     #[command(flatten)]
     target: TargetArg,

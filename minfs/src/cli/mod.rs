@@ -138,12 +138,23 @@ enum Command {
     Completions(completions::Args),
 }
 
+/// What a size looks like, for the errors of [`parse_size`].
+const SIZE_FORMS: &str = "a size is a number of bytes with an optional unit: K, M, G, T, P \
+    (powers of 1024; also KiB, MiB, …), e.g. 4096, 256K, 10G";
+
 /// Parses a size such as `10G`, `256K`, `1MiB` or `4096` (K, M, G, T are powers of 1024).
+/// The size options take values starting with `-` (`allow_hyphen_values`) so that a negative
+/// one gets this message rather than clap's "unexpected argument".
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    if s.trim_start().starts_with('-') {
+        return Err(format!(
+            "invalid size {s:?}: sizes are positive; {SIZE_FORMS}"
+        ));
+    }
     parse_size::Config::new()
         .with_binary()
         .parse_size(s)
-        .map_err(|e| format!("invalid size {s:?}: {e}"))
+        .map_err(|e| format!("invalid size {s:?}: {e}; {SIZE_FORMS}"))
 }
 
 /// Target argument shared by the subcommands.

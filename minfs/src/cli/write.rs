@@ -22,7 +22,7 @@ pub struct Args {
     /// File name.
     name: String,
     /// Byte offset in the file (a multiple of the logical sector size).
-    #[arg(long, default_value = "0", value_parser = parse_size)]
+    #[arg(long, default_value = "0", value_parser = parse_size, allow_hyphen_values = true)]
     offset: u64,
 }
 

@@ -99,15 +99,24 @@ pub fn unmount_typed(
     fstype: &str,
 ) -> Result<(MountEntry, Vec<u32>), FuseError> {
     let mp = absolute(mountpoint).map_err(|e| {
-        FuseError(format!(
-            "{}: cannot resolve the mount point: {e}",
-            mountpoint.display()
-        ))
+        FuseError(if e.kind() == io::ErrorKind::NotFound {
+            format!("{}: does not exist", mountpoint.display())
+        } else {
+            format!(
+                "{}: cannot resolve the mount point: {e}",
+                mountpoint.display()
+            )
+        })
     })?;
     let shown = mp.display().to_string();
     let entry = mount_at(&mp)
         .map_err(|e| FuseError(format!("reading /proc/self/mountinfo: {e}")))?
-        .ok_or_else(|| FuseError(format!("{shown}: not mounted")))?;
+        .ok_or_else(|| match std::fs::symlink_metadata(&mp) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                FuseError(format!("{shown}: does not exist"))
+            }
+            _ => FuseError(format!("{shown}: not mounted (nothing is mounted there)")),
+        })?;
     if entry.fstype != fstype {
         let kind = fstype.strip_prefix("fuse.").unwrap_or(fstype);
         return Err(FuseError(format!(
