@@ -455,8 +455,10 @@ impl Drop for Unused {
             return;
         }
         match self.fs.remove(&self.file) {
-            Ok(()) => log::info!(
-                "{}: removed file {:?}: created for a Cannyls storage, but nothing was written to it",
+            Ok(()) => log::warn!(
+                "{}: removed file {:?}: created for a Cannyls storage, but nothing was written to \
+                 it (a storage create that failed? StorageBuilder::new() asks for block size \
+                 512; nvm.create_storage() uses the memory's)",
                 self.fs.target(),
                 self.file
             ),
