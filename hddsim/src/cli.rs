@@ -44,7 +44,8 @@ pub enum Command {
     /// Replay a block trace through the model and charge the op-log's operations.
     Replay {
         /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
-        /// `st1000dm003-4kn`).
+        /// `st1000dm003-merge`, `st1000dm003-4kn`), optionally with overrides:
+        /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the summary and the modelled latencies as JSON to FILE (`-`: stdout).
@@ -79,7 +80,9 @@ pub enum Command {
     Umount(crate::emulate::cli::UmountArgs),
     /// Synthetic request streams against the drive's published figures.
     Validate {
-        /// The drive profile.
+        /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
+        /// `st1000dm003-merge`, `st1000dm003-4kn`), optionally with overrides:
+        /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the figures as JSON to FILE (`-`: stdout).
