@@ -363,7 +363,7 @@ if [ "$trace" = on ]; then
 fi
 hdd_profiles=()
 if [ "$trace" = on ] && "$bench" hdd-replay --help >/dev/null 2>&1; then
-  hdd_profiles=(st1000dm003 st1000dm003-4kn)
+  hdd_profiles=(st1000dm003 st1000dm003-merge st1000dm003-4kn)
   if [ -n "$emulated" ] && [[ " ${hdd_profiles[*]} " != *" $emulated "* ]]; then
     hdd_profiles+=("$emulated")
   fi

@@ -232,6 +232,7 @@ fn installed_tools_find_profiles_without_the_checkout() {
         test ! -e "$1/Cargo.toml"
         cd "$2"
         "$3/bin/hddsim" validate --profile st1000dm003 >/dev/null
+        "$3/bin/hddsim" validate --profile st1000dm003-merge+write_hit_clean=keep >/dev/null
         "$3/bin/minfs-bench" hdd-replay --profile st1000dm003-4kn "$4/hdd-mixed.trace" "$4/hdd-mixed.oplog" >/dev/null
         test -z "$(ls -A "$2")"
     "#;

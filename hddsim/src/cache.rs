@@ -93,6 +93,28 @@ impl<V: Copy + PartialEq> RangeMap<V> {
         self.map.range(pos..).next().map(|(&s, &(e, _))| (s, e))
     }
 
+    /// The stored ranges (unclipped) overlapping `[a, b)`, in order.
+    pub(crate) fn ranges_overlapping(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = self
+            .map
+            .range(..b)
+            .rev()
+            .take_while(|(_, &(e, _))| e > a)
+            .map(|(&s, &(e, _))| (s, e))
+            .collect();
+        out.reverse();
+        out
+    }
+
+    /// The stored range containing sector `s`.
+    pub(crate) fn range_containing(&self, s: u64) -> Option<(u64, u64)> {
+        self.map
+            .range(..=s)
+            .next_back()
+            .filter(|(_, &(e, _))| e > s)
+            .map(|(&st, &(e, _))| (st, e))
+    }
+
     /// The first range.
     pub(crate) fn first(&self) -> Option<(u64, u64)> {
         self.map.iter().next().map(|(&s, &(e, _))| (s, e))
@@ -110,6 +132,8 @@ pub(crate) struct Cache {
     /// Clean ranges oldest first, for eviction (entries whose data is gone are skipped).
     fifo: VecDeque<(u64, u64, u64)>,
     next_stamp: u64,
+    /// Ranges whose state changed since [`Cache::take_touched`] was last called.
+    touched: Vec<(u64, u64)>,
 }
 
 impl Cache {
@@ -120,6 +144,7 @@ impl Cache {
             clean: RangeMap::default(),
             fifo: VecDeque::new(),
             next_stamp: 0,
+            touched: Vec::new(),
         }
     }
 
@@ -188,16 +213,60 @@ impl Cache {
         self.dirty.first_from(head).or_else(|| self.dirty.first())
     }
 
-    /// The dirty runs in elevator order from `head` (C-SCAN: those starting at or after
-    /// `head`, then from the lowest), each once.
-    pub(crate) fn dirty_runs_from(&self, head: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let upper = self.dirty.map.range(head..);
-        let lower = self.dirty.map.range(..head);
-        upper.chain(lower).map(|(&s, &(e, _))| (s, e))
+    /// The first dirty run starting at or after `pos`.
+    pub(crate) fn dirty_run_from(&self, pos: u64) -> Option<(u64, u64)> {
+        self.dirty.first_from(pos)
+    }
+
+    /// Dirty sectors of `[a, b)`.
+    pub(crate) fn dirty_in(&self, a: u64, b: u64) -> u64 {
+        self.dirty.count_in(a, b)
+    }
+
+    /// The span from the first to the last dirty sector of `[a, b)`.
+    pub(crate) fn dirty_span(&self, a: u64, b: u64) -> Option<(u64, u64)> {
+        let pieces = self.dirty.overlaps(a, b);
+        Some((pieces.first()?.0, pieces.last()?.1))
+    }
+
+    /// The dirty run (maximal range of contiguous dirty sectors) holding sector `s`.
+    pub(crate) fn dirty_run_at(&self, s: u64) -> Option<(u64, u64)> {
+        self.dirty.range_containing(s)
+    }
+
+    /// Dirty sectors contiguous up to `a`: the dirty data of the sequential stream a write at
+    /// `a` continues.
+    pub(crate) fn dirty_run_ending_at(&self, a: u64) -> u64 {
+        match a
+            .checked_sub(1)
+            .and_then(|s| self.dirty.range_containing(s))
+        {
+            Some((s, _)) => a - s,
+            None => 0,
+        }
+    }
+
+    /// Clears the clean segments a write of `[a, b)` overlaps: every clean range that became
+    /// clean together (one destage, read or look-ahead: the same stamp) and overlaps `[a, b)`
+    /// is removed whole. Returns the ranges removed.
+    pub(crate) fn clear_clean_segments(&mut self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let ranges = self.clean.ranges_overlapping(a, b);
+        for &(s, e) in &ranges {
+            self.clean.remove(s, e);
+            self.touched.push((s, e));
+        }
+        ranges
+    }
+
+    /// The dirty runs (unclipped) overlapping `[a, b)`.
+    #[cfg(test)]
+    pub(crate) fn dirty_runs_overlapping(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        self.dirty.ranges_overlapping(a, b)
     }
 
     /// `[a, b)` is written by the host: dirty from now on.
     pub(crate) fn write(&mut self, a: u64, b: u64) {
+        self.touched.push((a, b));
         self.clean.remove(a, b);
         self.dirty.remove(a, b);
         self.dirty.insert(a, b, ());
@@ -209,6 +278,7 @@ impl Cache {
         if pieces.is_empty() {
             return;
         }
+        self.touched.push((a, b));
         let stamp = self.stamp();
         for (s, e, ()) in pieces {
             self.clean.insert(s, e, stamp);
@@ -230,6 +300,7 @@ impl Cache {
         if self.dirty() + self.clean() + need > self.cap {
             return;
         }
+        self.touched.push((a, b));
         let stamp = self.stamp();
         let held = self.held(a, b);
         let mut pos = a;
@@ -265,9 +336,11 @@ impl Cache {
                         if e > kb {
                             self.clean.remove(kb, e);
                         }
+                        self.touched.push((s, e));
                     }
                     _ => {
                         self.clean.remove(s, e);
+                        self.touched.push((s, e));
                     }
                 }
             }
@@ -277,6 +350,11 @@ impl Cache {
     /// Sectors `[a, b)` would add to the cache when written (those not held at all).
     pub(crate) fn new_sectors(&self, a: u64, b: u64) -> u64 {
         (b - a) - self.dirty.count_in(a, b) - self.clean.count_in(a, b)
+    }
+
+    /// The ranges whose state (dirty, clean, absent) changed since the last call.
+    pub(crate) fn take_touched(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.touched)
     }
 
     fn stamp(&mut self) -> u64 {
@@ -330,5 +408,29 @@ mod tests {
         assert!(c.dirty() + c.clean() <= 100);
         assert_eq!(c.dirty(), 16);
         assert!(c.covered(90, 120));
+    }
+
+    #[test]
+    fn clearing_removes_whole_clean_segments() {
+        let mut c = Cache::new(1000);
+        // Two segments: one destage run [0, 520), one read [600, 700).
+        c.write(0, 520);
+        c.destaged(0, 520);
+        c.fill(600, 700);
+        c.write(800, 810);
+        assert_eq!(c.dirty_run_ending_at(810), 10);
+        assert_eq!(c.dirty_run_ending_at(805), 5);
+        assert_eq!(c.dirty_run_ending_at(800), 0);
+        assert_eq!(c.dirty_run_at(805), Some((800, 810)));
+        assert_eq!(c.dirty_span(0, 1000), Some((800, 810)));
+        // A write into the last physical sector of the first one clears all of it, and only
+        // it.
+        assert_eq!(c.clear_clean_segments(513, 560), [(0, 520)]);
+        assert_eq!(c.clean(), 100);
+        assert!(!c.covered(512, 513));
+        assert!(c.covered(600, 700));
+        // A write touching no clean data clears nothing.
+        assert!(c.clear_clean_segments(700, 800).is_empty());
+        assert_eq!(c.clean(), 100);
     }
 }

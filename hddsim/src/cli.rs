@@ -57,8 +57,9 @@ pub enum Command {
     /// modelled op-log. Files ending in .gz are read compressed.
     Replay {
         /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
-        /// `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles and
-        /// PREFIX/share/hddsim/profiles).
+        /// `st1000dm003-merge`, `st1000dm003-4kn`; built in, and looked for first in
+        /// hddsim/profiles and PREFIX/share/hddsim/profiles), optionally with overrides:
+        /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the summary and the modelled latencies as JSON to FILE (`-`: stdout).
@@ -111,7 +112,10 @@ pub enum Command {
     /// beside the drive manual's and a sister drive's measured ones. The model is checked against
     /// them, never fitted to them.
     Validate {
-        /// The drive profile.
+        /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
+        /// `st1000dm003-merge`, `st1000dm003-4kn`; built in, and looked for first in
+        /// hddsim/profiles and PREFIX/share/hddsim/profiles), optionally with overrides:
+        /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the figures as JSON to FILE (`-`: stdout).

@@ -20,8 +20,9 @@ use crate::run::report::RunReport;
 #[derive(Debug, Clone, Args)]
 pub struct HddReplayArgs {
     /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
-    /// `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles and
-    /// PREFIX/share/hddsim/profiles).
+    /// `st1000dm003-merge`, `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles
+    /// and PREFIX/share/hddsim/profiles), optionally with overrides:
+    /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
     /// The block trace (tracefs `trace` text with block_rq_issue/block_rq_complete, trace_clock

@@ -33,8 +33,10 @@ pub const FSTYPE: &str = "fuse.hddsim";
 /// `hddsim emulate`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmulateArgs {
-    /// The drive profile: a file, or the name of a shipped one (`st1000dm003`, …; built in,
-    /// and looked for first in hddsim/profiles and PREFIX/share/hddsim/profiles).
+    /// The drive profile: a file, or the name of a shipped one (`st1000dm003`,
+    /// `st1000dm003-merge`, `st1000dm003-4kn`; built in, and looked for first in hddsim/profiles
+    /// and PREFIX/share/hddsim/profiles), optionally with overrides:
+    /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
     /// The image holding the drive's data (its size is the drive's; a multiple of 512 bytes,
