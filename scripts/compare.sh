@@ -296,7 +296,8 @@ cleanup() {
     echo 0 >"$trace_inst/events/block/block_rq_complete/enable"
     rmdir "$trace_inst" || say "could not remove tracefs instance $trace_inst"
   fi
-  [ "$tracefs_mounted" = 1 ] && umount /sys/kernel/tracing
+  if [ "$tracefs_mounted" = 1 ]; then umount "$tracefs" || umount -l "$tracefs"; fi
+  [ "$tracefs_mounted" = 1 ] && rmdir "$tracefs" 2>/dev/null
   [ -n "$loop" ] && losetup -d "$loop"
   if [ -n "$emu_mnt" ]; then
     stop_emulator "$hddsim" "$emu_mnt" || say "emulator was still busy; detached it lazily"
@@ -440,11 +441,19 @@ out=$(cd "$out" && pwd)
 mnt=$(mktemp -d /tmp/minfs-compare-mnt.XXXXXX)
 
 # ---------------------------------------------------------------- tracing
+# tracefs mounted on a directory of this run's own (unmounted on exit): a mount at
+# /sys/kernel/tracing may be unmounted by another program while this run uses it (an earlier
+# compare.sh did that when it had mounted it itself), which ended a long run. Every mount of
+# tracefs shows the same instances.
 tracefs=/sys/kernel/tracing
-if [ "$trace" != off ] && [ ! -d "$tracefs/instances" ] && [ -d "$tracefs" ] \
-  && grep -qw tracefs /proc/filesystems; then
-  # Not mounted (no debugfs automount either): mount it for this run, unmount on exit.
-  mount -t tracefs nodev "$tracefs" && tracefs_mounted=1
+if [ "$trace" != off ] && grep -qw tracefs /proc/filesystems; then
+  tracefs=$(mktemp -d /tmp/minfs-compare-tracefs.XXXXXX)
+  tracefs_mounted=1
+  if ! mount -t tracefs nodev "$tracefs"; then
+    rmdir "$tracefs"
+    tracefs_mounted=0
+    tracefs=/sys/kernel/tracing
+  fi
 fi
 if [ "$trace" = auto ]; then
   if [ -w "$tracefs/instances" ] && [ -d "$tracefs/events/block/block_rq_issue" ]; then trace=on; else trace=off; fi
