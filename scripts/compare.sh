@@ -76,8 +76,8 @@
 #   --out DIR           results directory (default results/<date>-<host>-<device>/)
 #   -h, --help
 #
-# mkfs.ext4, mkfs.xfs, wipefs and mount are retried for up to 10 s when the device is
-# momentarily busy (EBUSY: another process probing loop devices).
+# mkfs.ext4, mkfs.xfs, minfs mkfs, wipefs and mount are retried for up to 30 s when the
+# device is momentarily busy (EBUSY: another process has it open for a moment).
 #
 # Exit codes: 0 all runs succeeded; 1 a run or step failed (the report marks it); 2 usage
 # error or a refused device; 130 interrupted. Mounts, loop devices and tracefs instances it
@@ -88,6 +88,8 @@ shopt -s inherit_errexit 2>/dev/null || true
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/emulator.sh
 source "$repo/scripts/lib/emulator.sh"
+# shellcheck source=lib/retry.sh
+source "$repo/scripts/lib/retry.sh"
 prog=compare.sh
 
 die() { echo "$prog: error: $*" >&2; exit 1; }
@@ -200,26 +202,6 @@ done
 
 uses_fs() { [[ " ${target_list[*]} " == *" $1"* ]]; }
 
-# retry_busy CMD...: runs CMD; when it fails because the device is busy for a moment (EBUSY:
-# another process has it open, e.g. udev's or another user's probe), tries again, for up to
-# 10 s. Its output is passed on.
-retry_busy() {
-  local err rc i
-  err=$(mktemp)
-  for i in 1 2 3 4 5 6 7 8 9 10 11; do
-    rc=0
-    "$@" 2>"$err" || rc=$?
-    if [ "$rc" != 0 ] && [ "$i" -le 10 ] && grep -qiE 'busy|EBUSY' "$err"; then
-      say "$1: device busy, retrying ($i): $(head -1 "$err")"
-      sleep 1
-      continue
-    fi
-    break
-  done
-  cat "$err" >&2
-  rm -f "$err"
-  return "$rc"
-}
 
 # ---------------------------------------------------------------- tools
 [ "$(id -u)" = 0 ] || usage_error "must run as root (loop devices, mkfs, mount)"

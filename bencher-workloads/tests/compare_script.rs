@@ -626,3 +626,48 @@ fn compare_script_rejects_bad_whole_drive_target_and_order_options() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// Regression: a long comparison stopped when mkfs.xfs found the loop device busy for a moment
+/// (another process held it open exclusively). compare.sh's `retry_busy` (scripts/lib/retry.sh)
+/// runs mkfs.ext4 and mkfs.xfs again until the device is free.
+#[test]
+fn mkfs_on_a_momentarily_busy_device_is_retried() {
+    use std::os::unix::fs::OpenOptionsExt;
+    require_loop!();
+    for (tool, args) in [
+        ("mkfs.xfs", "mkfs.xfs -f -q"),
+        ("mkfs.ext4", "mkfs.ext4 -F -q"),
+    ] {
+        if testutil::which(tool).is_none() {
+            testutil::print_skip(module_path!(), &format!("{tool} is not installed"));
+            continue;
+        }
+        let lo = LoopDevice::new(512 << 20, 512).unwrap();
+        let mkfs = |retry: bool| {
+            let script = format!(
+                "source {}; {} {args} {}",
+                repo().join("scripts/lib/retry.sh").display(),
+                if retry { "retry_busy" } else { "" },
+                lo.path().display()
+            );
+            Command::new("bash").args(["-c", &script]).output().unwrap()
+        };
+        // Held exclusively (O_EXCL on a block device) for 3 s, as a probing process would.
+        let held = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(lo.path())
+            .unwrap();
+        let plain = mkfs(false);
+        assert!(!plain.status.success(), "{tool} ran on a held device");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            drop(held);
+        });
+        let retried = mkfs(true);
+        release.join().unwrap();
+        assert!(retried.status.success(), "{tool}: {}", text(&retried));
+        let err = String::from_utf8_lossy(&retried.stderr);
+        assert!(err.contains("device busy, retrying (1)"), "{tool}: {err}");
+    }
+}
