@@ -23,6 +23,8 @@ pub struct ExecOptions {
     /// return values of `put` (new or replaced), `delete` and `delete_range` (exactly the live
     /// lumps in the range).
     pub verify: bool,
+    /// What the puts store (and `verify` checks).
+    pub content: content::Content,
 }
 
 /// Where a run reports as it goes: the op-log and the progress bar, both optional.
@@ -167,7 +169,7 @@ fn check_read(
     id: u64,
     version: u32,
     size: Option<u32>,
-    content: bool,
+    content: Option<content::Content>,
 ) -> Result<(), String> {
     let Some(data) = data else {
         return Err("the lump is live but the storage returned nothing (None)".into());
@@ -178,9 +180,8 @@ fn check_read(
             return Err(format!("read {} bytes, expected {size} bytes", bytes.len()));
         }
     }
-    if content {
-        if let Some(at) = content::first_mismatch(id, version, bytes) {
-            let expected = content::bytes(id, version, at + 1)[at];
+    if let Some(content) = content {
+        if let Some((at, expected)) = content.first_mismatch(id, version, bytes) {
             return Err(format!(
                 "content differs at byte {at} of {}: expected 0x{expected:02x}, found 0x{:02x} \
                  (version {version})",
@@ -259,13 +260,13 @@ fn execute_inner<N: NonVolatileMemory>(
                 let version = lumps.next_version(id);
                 let data = if embedded {
                     let mut bytes = vec![0; size as usize];
-                    content::fill(id, version, &mut bytes);
+                    opts.content.fill(id, version, &mut bytes);
                     LumpData::new_embedded(bytes).map_err(cannyls_error)?
                 } else {
                     let mut data = storage
                         .allocate_lump_data(size as usize)
                         .map_err(cannyls_error)?;
-                    content::fill(id, version, data.as_bytes_mut());
+                    opts.content.fill(id, version, data.as_bytes_mut());
                     data
                 };
                 let lid = lump_id(id);
@@ -307,7 +308,7 @@ fn execute_inner<N: NonVolatileMemory>(
                     id,
                     lumps.version(id),
                     Some(size),
-                    opts.verify,
+                    opts.verify.then_some(opts.content),
                 )
                 .map_err(|problem| verify_error(id, problem))?;
                 drop(data);
@@ -319,11 +320,16 @@ fn execute_inner<N: NonVolatileMemory>(
                 if opts.verify {
                     let data = storage.get(&lid).map_err(cannyls_error)?;
                     let size = lumps.live.get(&id).copied();
-                    check_read(data.as_ref(), id, lumps.version(id), size, true).map_err(
-                        |problem| {
-                            verify_error(id, format!("read back before the delete: {problem}"))
-                        },
-                    )?;
+                    check_read(
+                        data.as_ref(),
+                        id,
+                        lumps.version(id),
+                        size,
+                        Some(opts.content),
+                    )
+                    .map_err(|problem| {
+                        verify_error(id, format!("read back before the delete: {problem}"))
+                    })?;
                 }
                 let start = monotonic_ns();
                 let result = storage.delete(&lid);
