@@ -385,15 +385,8 @@ impl Profile {
 
     /// Reads and validates the profile at `path` (its stem becomes [`Profile::stem`]).
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Profile::from_toml(&text, &path.display().to_string(), &stem)
+        let (text, origin, stem) = read_file(path)?;
+        Profile::from_toml(&text, &origin, &stem)
     }
 
     /// Parses and validates a profile; `origin` names it in errors.
@@ -768,6 +761,19 @@ pub fn resolve(spec: &str) -> Result<PathBuf, ProfileError> {
     })
 }
 
+/// The text of the profile file at `path`, its name for errors (the path) and its stem.
+fn read_file(path: &Path) -> Result<(String, String, String), ProfileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((text, path.display().to_string(), stem))
+}
+
 /// Loads the profile `spec` names: a file, or a name (see the [module docs](self) for the
 /// order the places are searched in, the [`BUILT_IN`] profiles last), optionally followed by
 /// overrides, `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g.
@@ -781,17 +787,7 @@ pub fn load(spec: &str) -> Result<Profile, ProfileError> {
     let (base, overrides) = split_overrides(spec)?;
     // The profile's text, where it came from (for errors), and its stem.
     let (text, origin, base_stem) = match resolve(base) {
-        Ok(path) => {
-            let text = std::fs::read_to_string(&path).map_err(|source| ProfileError::Read {
-                path: path.clone(),
-                source,
-            })?;
-            let stem = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (text, path.display().to_string(), stem)
-        }
+        Ok(path) => read_file(&path)?,
         Err(e @ ProfileError::NotFound { .. }) => match built_in(base) {
             Some(text) if !base.contains('/') => {
                 let stem = base.strip_suffix(".toml").unwrap_or(base);

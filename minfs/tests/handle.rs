@@ -294,8 +294,8 @@ fn threads_write_disjoint_ranges_through_clones() {
     }
 }
 
-#[test]
-fn only_one_read_write_opener_of_an_image() {
+/// A fresh 8 MiB minfs image in a temporary directory (gone with the guard).
+fn lock_test_image() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::Builder::new()
         .prefix("minfs-lock-")
         .tempdir_in(testutil::scratch_dir())
@@ -306,6 +306,12 @@ fn only_one_read_write_opener_of_an_image() {
         ..Default::default()
     };
     minfs::mkfs::mkfs(&img, &opts, false).unwrap();
+    (dir, img)
+}
+
+#[test]
+fn only_one_read_write_opener_of_an_image() {
+    let (_dir, img) = lock_test_image();
     let fs = Filesystem::open(&img, OpenMode::ReadWrite).unwrap();
     let err = Filesystem::open(&img, OpenMode::ReadWrite).unwrap_err();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
@@ -461,16 +467,7 @@ fn a_stale_slot_is_reported_and_healed_by_a_read_write_open() {
 /// process by pid and command name. (A minfs mount is named in tests/mount.rs.)
 #[test]
 fn the_lock_holder_is_named() {
-    let dir = tempfile::Builder::new()
-        .prefix("minfs-lock-")
-        .tempdir_in(testutil::scratch_dir())
-        .unwrap();
-    let img = dir.path().join("disk.img");
-    let opts = FormatOptions {
-        size: Some(8 << 20),
-        ..Default::default()
-    };
-    minfs::mkfs::mkfs(&img, &opts, false).unwrap();
+    let (_dir, img) = lock_test_image();
     let fs = Filesystem::open(&img, OpenMode::ReadWrite).unwrap();
     let err = Filesystem::open(&img, OpenMode::ReadWrite).unwrap_err();
     assert!(
