@@ -497,7 +497,7 @@ fn info_shows_an_empty_label_as_none() {
         .stdout(predicate::str::contains("Filesystem label:         test\n"));
 }
 
-/// fsck's summary counts "1 file", "2 files".
+/// fsck's summary counts "1 file", "2 files"; create and grow "1 extent", "2 extents".
 #[test]
 fn fsck_counts_files_in_the_right_number() {
     let s = Scratch::new();
@@ -508,7 +508,10 @@ fn fsck_counts_files_in_the_right_number() {
             .arg(&img)
             .args([name, "-s", "4K"])
             .assert()
-            .success();
+            .success()
+            .stdout(predicate::str::contains(
+                "4096 bytes in 1 extent, first at byte",
+            ));
         minfs()
             .arg("fsck")
             .arg(&img)
@@ -516,4 +519,14 @@ fn fsck_counts_files_in_the_right_number() {
             .code(0)
             .stdout(predicate::str::contains(format!(": {want} ")));
     }
+    // "a" grows around "b": a second extent.
+    minfs()
+        .arg("grow")
+        .arg(&img)
+        .args(["a", "-s", "8K"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "8192 bytes in 2 extents, first at byte",
+        ));
 }

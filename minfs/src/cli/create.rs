@@ -34,10 +34,10 @@ fn describe(s: &FileStat) -> String {
         .first()
         .map_or(String::new(), |e| format!(", first at byte {}", e.offset));
     format!(
-        "{}: {} bytes in {} extent(s){first}",
+        "{}: {} bytes in {}{first}",
         s.name,
         s.size,
-        s.extents.len()
+        super::count(s.extents.len() as u64, "extent")
     )
 }
 

@@ -44,9 +44,8 @@ fn print(report: &Report, target: &str) {
 
 fn summary(report: &Report, target: &str) {
     println!(
-        "{target}: {} {}, {}/{} blocks used",
-        report.files,
-        if report.files == 1 { "file" } else { "files" },
+        "{target}: {}, {}/{} blocks used",
+        super::count(report.files as u64, "file"),
         report.block_count - report.free_blocks,
         report.block_count
     );

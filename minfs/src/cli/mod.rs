@@ -253,6 +253,15 @@ pub(crate) fn out(bytes: &[u8]) -> anyhow::Result<bool> {
     }
 }
 
+/// `1, "file"` → `"1 file"`, `2, "file"` → `"2 files"`.
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `1234567` → `"1234567 (1.2 MiB)"`.
 pub(crate) fn human(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
