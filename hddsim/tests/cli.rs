@@ -90,7 +90,8 @@ fn replay_then_demerit_against_the_measured_run() {
 #[test]
 fn validate_prints_the_model_next_to_the_references() {
     let out = stdout(hddsim().args(["validate", "--profile", "st1000dm003", "--json", "-"]));
-    let checks: Value = serde_json::from_str(&out).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let checks = &v["checks"];
     let find = |prefix: &str| {
         checks
             .as_array()
@@ -116,9 +117,35 @@ fn validate_prints_the_model_next_to_the_references() {
         (c["model"].as_f64().unwrap() / 210.0 - 1.0).abs() < 0.02,
         "{c}"
     );
+    // The rule streams: exact appends cost the same under every variant; the padded puts
+    // are slower under the sourced rules than under the first revision's (keep, merge).
+    let rs = &v["rule_streams"];
+    assert_eq!(rs["variants"].as_array().unwrap().len(), 5);
+    let row = |prefix: &str| -> Vec<f64> {
+        rs["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stream"].as_str().unwrap().starts_with(prefix))
+            .unwrap()["mb_per_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let exact = row("513-sector puts appended exactly");
+    assert!(exact.iter().all(|&x| x == exact[0]), "{exact:?}");
+    let padded = row("513-sector puts padded");
+    assert!(padded[0] < padded[3] / 2.0, "{padded:?}");
     let text = stdout(hddsim().args(["validate", "--profile", "st1000dm003"]));
     assert!(
         text.contains("sister") && text.contains("flush after 64 scattered"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule streams")
+            && text.contains("[5] clear-segment, write-first, 4 MiB segments"),
         "{text}"
     );
 }
