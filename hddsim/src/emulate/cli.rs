@@ -215,7 +215,7 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
             .try_clone()
             .map_err(|e| format!("{}: {e}", backing.path.display()))?,
         backing.size,
-        &profile.name,
+        &format!("{} ({})", profile.stem, profile.name),
         queue,
         a.stats.clone(),
         a.sync_backing,
