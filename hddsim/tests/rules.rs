@@ -304,3 +304,50 @@ fn a_command_larger_than_a_segment_completes_when_all_but_a_segment_is_on_the_me
 fn p_bound(p: &Profile) -> f64 {
     p.seek_full_stroke_ns + p.revolution_ns()
 }
+
+#[test]
+fn random_requests_under_every_rule_set_complete_and_drain() {
+    // Small caches and segments make every wait path run: cache-full, segment-full,
+    // write-first on held pieces, clearing under pressure.
+    for (clean, dirty) in VARIANTS {
+        for (cache, segment) in [(65536u64, 4096u64), (262144, 65536), (67108864, 1048576)] {
+            let p = hddsim::profile::load(&format!(
+                "st1000dm003+write_hit_clean={clean},write_hit_dirty={dirty},\
+                 cache_bytes={cache},write_segment_bytes={segment}"
+            ))
+            .unwrap();
+            let mut d = Drive::new(&p);
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut t = 0.0;
+            let mut pos = 0u64;
+            for _ in 0..600 {
+                let k = next() % 12;
+                let req = match k {
+                    0 => flush(),
+                    1 | 2 => r(next() % 100_000, 1 + next() % 300),
+                    3 => w(next() % 100_000, 1 + next() % 40),
+                    _ => {
+                        let n = 1 + next() % 700;
+                        let start = pos.saturating_sub(next() % 8);
+                        pos = start + n;
+                        if pos > 90_000 {
+                            pos = 0;
+                        }
+                        w(start, n)
+                    }
+                };
+                let done = d.submit(&req, t);
+                assert!(done >= t && done.is_finite());
+                t = done + [0.0, 1e5, 5e6][(next() % 3) as usize];
+            }
+            d.submit(&flush(), t);
+            assert_eq!(d.dirty_sectors(), 0, "{clean}/{dirty} {cache}/{segment}");
+        }
+    }
+}
