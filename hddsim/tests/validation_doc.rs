@@ -3,11 +3,15 @@
 
 use std::path::Path;
 
+/// docs/HDD-MODEL.md's text.
+fn hdd_model_doc() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HDD-MODEL.md"))
+        .unwrap()
+}
+
 #[test]
 fn the_documented_validation_figures_are_the_models() {
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HDD-MODEL.md"))
-            .unwrap();
+    let doc = hdd_model_doc();
     let section = &doc[doc.find("## Validation: `hddsim validate`").unwrap()..];
     let rows: Vec<Vec<String>> = section
         .lines()
@@ -36,9 +40,7 @@ fn the_documented_validation_figures_are_the_models() {
 
 #[test]
 fn the_documented_rule_streams_are_the_models() {
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HDD-MODEL.md"))
-            .unwrap();
+    let doc = hdd_model_doc();
     let section = &doc[doc.find("### Rule streams").unwrap()..];
     let mut lines = section.lines().skip_while(|l| !l.starts_with("| stream |"));
     let cells = |l: &str| -> Vec<String> {
