@@ -423,6 +423,10 @@ pub struct Drive {
 impl Drive {
     /// An idle drive with an empty cache, the head at sector 0.
     pub fn new(p: &Profile) -> Drive {
+        let physical = u64::from(p.physical_sector_bytes / 512);
+        let mut cache = Cache::new(p.cache_bytes / 512);
+        // Only the search for held partial sectors takes the changed ranges.
+        cache.track_touched(physical > 1);
         Drive {
             g: Geometry::new(p),
             read_seek: p.read_seek(),
@@ -438,7 +442,7 @@ impl Drive {
             segment: p.write_segment_bytes / 512,
             reopened: BTreeSet::new(),
             held_spans: BTreeMap::new(),
-            cache: Cache::new(p.cache_bytes / 512),
+            cache,
             head: 0,
             media_free: 0.0,
             step: None,
@@ -1408,6 +1412,37 @@ mod tests {
                     assert_eq!(d.dirty_sectors(), 0, "{what}");
                 }
             }
+        }
+    }
+
+    /// What the held-span search is told about changed ranges does not pile up: taken at
+    /// every background search, and not recorded at all on a drive with 512-byte physical
+    /// sectors, where nothing takes it.
+    #[test]
+    fn changed_ranges_do_not_pile_up() {
+        let p512n = Profile {
+            stem: "512n".into(),
+            physical_sector_bytes: 512,
+            ..profile("st1000dm003")
+        };
+        // 2000 requests, about 1200 of them writes, each recording a change at least: kept,
+        // they would pass 1000.
+        for (p, most) in [
+            (profile("st1000dm003"), 200),
+            (profile("st1000dm003-4kn"), 200),
+            (p512n, 0),
+        ] {
+            let name = p.stem.clone();
+            let mut d = Drive::new(&p);
+            let mut work = RandomWorkload::new(7);
+            let mut t = 0.0;
+            let mut seen = 0;
+            for _ in 0..2000 {
+                let (req, gap) = work.request();
+                t = d.submit(&req, t + gap);
+                seen = seen.max(d.cache.touched_len());
+            }
+            assert!(seen <= most, "{name}: {seen}");
         }
     }
 
