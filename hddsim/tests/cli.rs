@@ -48,6 +48,37 @@ fn replay_then_demerit_against_the_measured_run() {
         sum,
         v["model"]["modelled_total_elapsed_ns"].as_u64().unwrap()
     );
+    assert!(
+        text.contains("write hits: 0 writes re-open a 4 KiB sector"),
+        "{text}"
+    );
+
+    // The first revision's rules as an override: the same model as st1000dm003-merge, under
+    // the override's name.
+    let merge = |spec: &str| -> Value {
+        let out = stdout(
+            hddsim()
+                .args(["replay", "--json", "-", "--profile", spec])
+                .arg(data("hdd-mixed.trace"))
+                .arg(data("hdd-mixed.oplog")),
+        );
+        serde_json::from_str(&out).unwrap()
+    };
+    let over = merge("st1000dm003+write_hit_clean=keep,write_hit_dirty=merge");
+    let shipped = merge("st1000dm003-merge");
+    assert_eq!(
+        over["model"]["profile"],
+        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge"
+    );
+    assert_eq!(over["ops"], shipped["ops"]);
+    assert_eq!(
+        over["model"]["modelled_total_elapsed_ns"],
+        shipped["model"]["modelled_total_elapsed_ns"]
+    );
+    assert_ne!(
+        over["model"]["modelled_total_elapsed_ns"], v["model"]["modelled_total_elapsed_ns"],
+        "the rules make a difference on this trace"
+    );
 
     // The demerit of a run against itself is 0; against the measured run it is the RMS
     // distance between the modelled and measured latencies, per kind.
