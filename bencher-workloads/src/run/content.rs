@@ -96,8 +96,22 @@ impl Stream {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`fill`] and [`first_mismatch`] on this thread (tests: content work must stay
+    /// outside an operation's timed span).
+    pub(crate) static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[inline(always)]
+fn count_call() {
+    #[cfg(test)]
+    CALLS.with(|c| c.set(c.get() + 1));
+}
+
 /// Fills `buf` with the first `buf.len()` bytes of the content of lump `id` at `version`.
 pub fn fill(id: u64, version: u32, buf: &mut [u8]) {
+    count_call();
     let mut stream = Stream(seed(id, version));
     let mut chunks = buf.chunks_exact_mut(8);
     for chunk in &mut chunks {
@@ -120,6 +134,7 @@ pub fn bytes(id: u64, version: u32, len: usize) -> Vec<u8> {
 /// The offset of the first byte of `data` that differs from the content of lump `id` at
 /// `version`, or `None` when all `data.len()` bytes match. Allocates nothing.
 pub fn first_mismatch(id: u64, version: u32, data: &[u8]) -> Option<usize> {
+    count_call();
     let mut stream = Stream(seed(id, version));
     let mut chunks = data.chunks_exact(8);
     let mut offset = 0;
