@@ -45,6 +45,7 @@ pub enum Content {
 impl Content {
     /// Fills `buf` with the content of lump `id` at `version`.
     pub fn fill(self, id: u64, version: u32, buf: &mut [u8]) {
+        count_call();
         match self {
             Content::Stream => fill(id, version, buf),
             Content::Zeros => buf.fill(0),
@@ -54,6 +55,7 @@ impl Content {
     /// The offset of the first byte of `data` that is not the content of lump `id` at
     /// `version`, and the byte expected there.
     pub fn first_mismatch(self, id: u64, version: u32, data: &[u8]) -> Option<(usize, u8)> {
+        count_call();
         match self {
             Content::Stream => {
                 first_mismatch(id, version, data).map(|at| (at, bytes(id, version, at + 1)[at]))
@@ -98,8 +100,8 @@ impl Stream {
 
 #[cfg(test)]
 thread_local! {
-    /// Calls of [`fill`] and [`first_mismatch`] on this thread (tests: content work must stay
-    /// outside an operation's timed span).
+    /// Calls of [`Content::fill`] and [`Content::first_mismatch`] on this thread (tests:
+    /// content work must stay outside an operation's timed span).
     pub(crate) static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -111,7 +113,6 @@ fn count_call() {
 
 /// Fills `buf` with the first `buf.len()` bytes of the content of lump `id` at `version`.
 pub fn fill(id: u64, version: u32, buf: &mut [u8]) {
-    count_call();
     let mut stream = Stream(seed(id, version));
     let mut chunks = buf.chunks_exact_mut(8);
     for chunk in &mut chunks {
@@ -134,7 +135,6 @@ pub fn bytes(id: u64, version: u32, len: usize) -> Vec<u8> {
 /// The offset of the first byte of `data` that differs from the content of lump `id` at
 /// `version`, or `None` when all `data.len()` bytes match. Allocates nothing.
 pub fn first_mismatch(id: u64, version: u32, data: &[u8]) -> Option<usize> {
-    count_call();
     let mut stream = Stream(seed(id, version));
     let mut chunks = data.chunks_exact(8);
     let mut offset = 0;

@@ -513,6 +513,12 @@ mod tests {
     /// the span, and no read of a check happens inside the span of a put or delete.
     #[test]
     fn the_timed_span_of_an_operation_holds_only_its_cannyls_call() {
+        for content in [content::Content::Stream, content::Content::Zeros] {
+            timed_spans_hold_only_the_cannyls_call(content);
+        }
+    }
+
+    fn timed_spans_hold_only_the_cannyls_call(content: content::Content) {
         let counts = Arc::new(Counts::default());
         let nvm = CountingNvm {
             inner: MemoryNvm::new(vec![0; 16 << 20]),
@@ -542,7 +548,10 @@ mod tests {
         let outcome = execute_with_clock(
             &mut storage,
             &ops,
-            ExecOptions { verify: true },
+            ExecOptions {
+                verify: true,
+                content,
+            },
             &mut Hooks::default(),
             &mut clock,
         )
@@ -553,7 +562,7 @@ mod tests {
         let (mut puts, mut gets) = (0, 0);
         for (i, op) in ops.iter().enumerate() {
             let (start, end) = (marks[1 + 2 * i], marks[2 + 2 * i]);
-            let what = format!("operation #{i} ({})", OpText(*op));
+            let what = format!("{content:?}: operation #{i} ({})", OpText(*op));
             assert_eq!(
                 start.0, end.0,
                 "{what}: content generated or checked in its timed span"
