@@ -59,6 +59,7 @@ fn report(workload: &str, backend: &str, total: u64, wall: u64, bw: f64, p50: u6
             scale: 0.1,
             sync_every: None,
             verify: false,
+            content: Default::default(),
         },
         ops: 1010,
         put_bytes: 262_144_000,

@@ -258,6 +258,10 @@ pub struct RequestCounts {
     pub discards: u64,
     /// Other requests (modelled as the command overhead).
     pub other_requests: u64,
+    /// Requests the device refused as unsupported (completed with EOPNOTSUPP, −95: a loop
+    /// device's write-zeroes where its file cannot take them), given no drive time: the
+    /// kernel then writes the zeroes as ordinary writes, which the trace holds.
+    pub refused: u64,
     /// Bytes read.
     pub read_bytes: u64,
     /// Bytes written.
@@ -279,6 +283,10 @@ impl RequestCounts {
         let mut last_end: Option<u64> = None;
         let mut read_since = false;
         for r in &trace.requests {
+            if refused(r) {
+                c.refused += 1;
+                continue;
+            }
             match r.rwbs.op {
                 ReqOp::Read => {
                     c.reads += 1;
@@ -308,6 +316,15 @@ impl RequestCounts {
         }
         c
     }
+}
+
+/// EOPNOTSUPP: what a completion carries when the device did not support the request.
+const EOPNOTSUPP: i64 = -95;
+
+/// Whether the device refused `r` as unsupported: it never reached the drive (a real drive
+/// without the command is not even sent it), so it takes no drive time.
+fn refused(r: &crate::trace::Request) -> bool {
+    r.error == EOPNOTSUPP
 }
 
 /// Checks that every request lies within the drive.
@@ -354,6 +371,18 @@ pub fn replay(trace: &Trace, profile: &Profile) -> Result<Replay, InputError> {
             None => 0.0,
         };
         let sent = rel(r.issue_ns) + s;
+        if refused(r) {
+            // Answered at once, outside the drive's queue.
+            let at = sent.max(0.0);
+            out.push(Replayed {
+                issue_ns: r.issue_ns,
+                complete_ns: r.complete_ns,
+                start: at,
+                end: at,
+            });
+            pending.push(Reverse((r.complete_ns, i)));
+            continue;
+        }
         let start = sent.max(prev_end).max(0.0);
         let req = DriveRequest {
             op: r.rwbs.op,
@@ -585,6 +614,35 @@ mod tests {
         ]));
         assert_eq!(c.writes, 11);
         assert_eq!((c.reopen_writes, c.reopen_writes_after_read), (3, 1));
+    }
+
+    /// Regression: on an emulated drive (a loop device over `hddsim emulate`'s file) ext4's
+    /// lazy init issues write-zeroes the file refuses (EOPNOTSUPP), then writes the zeroes;
+    /// the replay charged each refused request a command's time the drive never spent.
+    #[test]
+    fn refused_write_zeroes_take_no_drive_time() {
+        let profile = Profile::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/st1000dm003.toml"),
+        )
+        .unwrap();
+        let line = |t: &str, ev: &str, rest: &str| {
+            format!("  kworker/0:1H-44 [000] ..... {t}: block_rq_{ev}: 7,1 {rest}\n")
+        };
+        let write = line("1.000000", "issue", "WS 4096 () 0 + 8 be,0,4 [kw]")
+            + &line("1.001000", "complete", "WS () 0 + 8 be,0,4 [0]");
+        let zeroes = line("1.002000", "issue", "NS 2097152 () 9392 + 4096 be,0,4 [kw]")
+            + &line("1.002100", "complete", "NS () 9392 + 4096 be,0,4 [-95]");
+        let alone = replay(&crate::trace::parse(&write, None).unwrap(), &profile).unwrap();
+        let with = replay(
+            &crate::trace::parse(&(write + &zeroes), None).unwrap(),
+            &profile,
+        )
+        .unwrap();
+        let refused = with.requests[1];
+        assert_eq!(refused.start, refused.end);
+        assert_eq!(with.drive, alone.drive);
+        let counts = RequestCounts::of(&crate::trace::parse(&zeroes, None).unwrap());
+        assert_eq!((counts.refused, counts.other_requests), (1, 0));
     }
 
     #[test]

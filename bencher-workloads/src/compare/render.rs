@@ -230,9 +230,14 @@ fn header(out: &mut String, cmp: &Comparison) {
     match m.block_size {
         Some(b) => facts.push(format!("block size {b} bytes")),
         // compare.sh without --block-size: minfs at MinfsNvm's 4096, the others at 512.
-        None if m.targets.is_some() => {
-            facts.push("each target's default block size (minfs 4096, the others 512)".into())
-        }
+        None if m.targets.is_some() => facts.push(
+            if cmp.targets.iter().any(|t| t.contains('@')) {
+                "each target's default block size (minfs 4096, the others 512; TARGET@N at N)"
+            } else {
+                "each target's default block size (minfs 4096, the others 512)"
+            }
+            .into(),
+        ),
         None => {}
     }
     facts.push(match m.seed {

@@ -14,6 +14,7 @@
 //! service times are only recorded: the same request sequence gives the same times on every
 //! run, for tests.
 
+pub mod backing;
 pub mod cli;
 pub mod server;
 
