@@ -286,7 +286,7 @@ impl Cache {
         for (s, e, ()) in pieces {
             self.clean.insert(s, e, stamp);
         }
-        self.fifo.push_back((a, b, stamp));
+        self.push_fifo(a, b, stamp);
     }
 
     /// `[a, b)` was read from the media: the sectors not in the cache become clean, as room
@@ -316,7 +316,7 @@ impl Cache {
         if pos < b {
             self.clean.insert(pos, b, stamp);
         }
-        self.fifo.push_back((a, b, stamp));
+        self.push_fifo(a, b, stamp);
     }
 
     /// Evicts clean data, oldest first, until `need` more sectors fit (or nothing clean is
@@ -368,6 +368,24 @@ impl Cache {
         if self.track {
             self.touched.push(range);
         }
+    }
+
+    /// Records clean data for eviction. Entries whose data is gone (overwritten, cleared) are
+    /// dropped once they outnumber the clean ranges: without cache pressure nothing else
+    /// pops them, and a write that clears segments keeps the cache from ever filling.
+    fn push_fifo(&mut self, a: u64, b: u64, stamp: u64) {
+        self.fifo.push_back((a, b, stamp));
+        if self.fifo.len() > 2 * self.clean.map.len() + 1024 {
+            let clean = &self.clean;
+            self.fifo
+                .retain(|&(a, b, stamp)| clean.overlaps(a, b).iter().any(|&(_, _, v)| v == stamp));
+        }
+    }
+
+    /// Entries waiting for eviction, and the clean ranges they can refer to.
+    #[cfg(test)]
+    pub(crate) fn fifo_and_clean_ranges(&self) -> (usize, usize) {
+        (self.fifo.len(), self.clean.map.len())
     }
 
     /// Ranges recorded and not yet taken.
