@@ -242,6 +242,11 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
                 && check.contains(" outside 0.95–1.05"),
             "{check}"
         );
+        // Every run modelled under both write-hit rule sets and the 4Kn variant.
+        for p in ["st1000dm003", "st1000dm003-merge", "st1000dm003-4kn"] {
+            let model = out_dir.join(format!("runs/seq-256k/raw/run-1.model-{p}.json"));
+            assert!(model.is_file(), "{} missing", model.display());
+        }
     }
 }
 

@@ -132,8 +132,10 @@ pub(crate) struct Cache {
     /// Clean ranges oldest first, for eviction (entries whose data is gone are skipped).
     fifo: VecDeque<(u64, u64, u64)>,
     next_stamp: u64,
-    /// Ranges whose state changed since [`Cache::take_touched`] was last called.
+    /// Ranges whose state changed since [`Cache::take_touched`] was last called (only while
+    /// `track` is on).
     touched: Vec<(u64, u64)>,
+    track: bool,
 }
 
 impl Cache {
@@ -145,6 +147,7 @@ impl Cache {
             fifo: VecDeque::new(),
             next_stamp: 0,
             touched: Vec::new(),
+            track: true,
         }
     }
 
@@ -253,7 +256,7 @@ impl Cache {
         let ranges = self.clean.ranges_overlapping(a, b);
         for &(s, e) in &ranges {
             self.clean.remove(s, e);
-            self.touched.push((s, e));
+            self.touch((s, e));
         }
         ranges
     }
@@ -266,7 +269,7 @@ impl Cache {
 
     /// `[a, b)` is written by the host: dirty from now on.
     pub(crate) fn write(&mut self, a: u64, b: u64) {
-        self.touched.push((a, b));
+        self.touch((a, b));
         self.clean.remove(a, b);
         self.dirty.remove(a, b);
         self.dirty.insert(a, b, ());
@@ -278,12 +281,12 @@ impl Cache {
         if pieces.is_empty() {
             return;
         }
-        self.touched.push((a, b));
+        self.touch((a, b));
         let stamp = self.stamp();
         for (s, e, ()) in pieces {
             self.clean.insert(s, e, stamp);
         }
-        self.fifo.push_back((a, b, stamp));
+        self.push_fifo(a, b, stamp);
     }
 
     /// `[a, b)` was read from the media: the sectors not in the cache become clean, as room
@@ -300,7 +303,7 @@ impl Cache {
         if self.dirty() + self.clean() + need > self.cap {
             return;
         }
-        self.touched.push((a, b));
+        self.touch((a, b));
         let stamp = self.stamp();
         let held = self.held(a, b);
         let mut pos = a;
@@ -313,7 +316,7 @@ impl Cache {
         if pos < b {
             self.clean.insert(pos, b, stamp);
         }
-        self.fifo.push_back((a, b, stamp));
+        self.push_fifo(a, b, stamp);
     }
 
     /// Evicts clean data, oldest first, until `need` more sectors fit (or nothing clean is
@@ -336,11 +339,11 @@ impl Cache {
                         if e > kb {
                             self.clean.remove(kb, e);
                         }
-                        self.touched.push((s, e));
+                        self.touch((s, e));
                     }
                     _ => {
                         self.clean.remove(s, e);
-                        self.touched.push((s, e));
+                        self.touch((s, e));
                     }
                 }
             }
@@ -350,6 +353,45 @@ impl Cache {
     /// Sectors `[a, b)` would add to the cache when written (those not held at all).
     pub(crate) fn new_sectors(&self, a: u64, b: u64) -> u64 {
         (b - a) - self.dirty.count_in(a, b) - self.clean.count_in(a, b)
+    }
+
+    /// Whether changed ranges are recorded for [`Cache::take_touched`] (on by default; off
+    /// when nobody takes them, so that they do not pile up).
+    pub(crate) fn track_touched(&mut self, on: bool) {
+        self.track = on;
+        if !on {
+            self.touched = Vec::new();
+        }
+    }
+
+    fn touch(&mut self, range: (u64, u64)) {
+        if self.track {
+            self.touched.push(range);
+        }
+    }
+
+    /// Records clean data for eviction. Entries whose data is gone (overwritten, cleared) are
+    /// dropped once they outnumber the clean ranges: without cache pressure nothing else
+    /// pops them, and a write that clears segments keeps the cache from ever filling.
+    fn push_fifo(&mut self, a: u64, b: u64, stamp: u64) {
+        self.fifo.push_back((a, b, stamp));
+        if self.fifo.len() > 2 * self.clean.map.len() + 1024 {
+            let clean = &self.clean;
+            self.fifo
+                .retain(|&(a, b, stamp)| clean.overlaps(a, b).iter().any(|&(_, _, v)| v == stamp));
+        }
+    }
+
+    /// Entries waiting for eviction, and the clean ranges they can refer to.
+    #[cfg(test)]
+    pub(crate) fn fifo_and_clean_ranges(&self) -> (usize, usize) {
+        (self.fifo.len(), self.clean.map.len())
+    }
+
+    /// Ranges recorded and not yet taken.
+    #[cfg(test)]
+    pub(crate) fn touched_len(&self) -> usize {
+        self.touched.len()
     }
 
     /// The ranges whose state (dirty, clean, absent) changed since the last call.

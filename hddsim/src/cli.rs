@@ -307,15 +307,15 @@ fn validate_cmd(
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let p = profile::load(profile_spec).map_err(|e| e.to_string())?;
-    let checks = validate::run(&p);
+    let v = validate::validation(&p);
     if let Some(path) = json {
-        write_json(path, &checks, out)?;
+        write_json(path, &v, out)?;
         if path.as_os_str() == "-" {
             return Ok(());
         }
     }
-    out.write_all(validate::render(&p, &checks).as_bytes())
-        .map_err(|e| e.to_string())
+    let text = validate::render(&p, &v.checks) + &validate::render_rule_streams(&v.rule_streams);
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
 }
 
 /// Runs one parsed command, writing to `out`; an error is the message for stderr.

@@ -326,6 +326,15 @@ fn virtual_clock_run(profile_spec: &str) {
                 _ => f.sync_data().unwrap(),
             }
         }
+        // stats.json names the profile with its overrides.
+        let st = emu.stats();
+        assert!(
+            st["profile"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{profile_spec} (Seagate")),
+            "{st}"
+        );
     }
     assert_released(&s);
     let lines = parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();

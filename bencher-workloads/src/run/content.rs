@@ -45,6 +45,7 @@ pub enum Content {
 impl Content {
     /// Fills `buf` with the content of lump `id` at `version`.
     pub fn fill(self, id: u64, version: u32, buf: &mut [u8]) {
+        count_call();
         match self {
             Content::Stream => fill(id, version, buf),
             Content::Zeros => buf.fill(0),
@@ -54,6 +55,7 @@ impl Content {
     /// The offset of the first byte of `data` that is not the content of lump `id` at
     /// `version`, and the byte expected there.
     pub fn first_mismatch(self, id: u64, version: u32, data: &[u8]) -> Option<(usize, u8)> {
+        count_call();
         match self {
             Content::Stream => {
                 first_mismatch(id, version, data).map(|at| (at, bytes(id, version, at + 1)[at]))
@@ -94,6 +96,19 @@ impl Stream {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`Content::fill`] and [`Content::first_mismatch`] on this thread (tests:
+    /// content work must stay outside an operation's timed span).
+    pub(crate) static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[inline(always)]
+fn count_call() {
+    #[cfg(test)]
+    CALLS.with(|c| c.set(c.get() + 1));
 }
 
 /// Fills `buf` with the first `buf.len()` bytes of the content of lump `id` at `version`.

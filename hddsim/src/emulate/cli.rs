@@ -170,7 +170,7 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let (size, path) = (backing.size(), backing.path().to_path_buf());
     let fs = EmulatorFs::with_options(
         backing,
-        &profile.name,
+        &format!("{} ({})", profile.stem, profile.name),
         queue,
         a.stats.clone(),
         a.sync_backing,

@@ -199,7 +199,8 @@ impl Shared {
 pub struct Snapshot {
     /// hddsim's version.
     pub version: &'static str,
-    /// The profile's name.
+    /// The profile: its stem, with any overrides (`st1000dm003+write_hit_dirty=merge`), and
+    /// its name in parentheses.
     pub profile: String,
     /// `real` or `virtual`.
     pub clock: Clock,
