@@ -16,6 +16,7 @@
 
 pub mod cli;
 pub mod server;
+pub mod writelog;
 
 use std::collections::BTreeMap;
 use std::fs::File;
