@@ -121,13 +121,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'interrupted=1; exit 130' INT TERM
 
+# attach ARGS...: losetup --find --show ARGS, retried: with other jobs attaching loop devices,
+# the free device losetup picks can be taken (or its node not yet made) before it binds it.
+attach() {
+  local dev k
+  for k in 1 2 3 4 5 6 7 8 9 10; do
+    if dev=$(losetup --find --show "$@" 2>/dev/null); then echo "$dev"; return 0; fi
+    sleep 0.$k
+  done
+  losetup --find --show "$@"
+}
+
 # ---------------------------------------------------------------- scratch XFS (reflinks)
 mkdir -p "$work"
 scratch_img=$(mktemp "$work/powercut-scratch.XXXXXX.img")
 truncate -s "$scratch_size" "$scratch_img"
 mkfs.xfs -q -f -m reflink=1 "$scratch_img"
 # Buffered (no direct I/O): the host page cache serves the states' shared blocks again.
-scratch_loop=$(losetup --find --show "$scratch_img")
+scratch_loop=$(attach "$scratch_img")
 scratch=$(mktemp -d "$work/powercut-scratch.XXXXXX")
 mount "$scratch_loop" "$scratch"
 say "scratch XFS with reflinks on $scratch ($scratch_loop over $scratch_img, $scratch_size sparse)"
@@ -162,14 +173,14 @@ for ws in "${wl_list[@]}"; do
     mkdir -p "$d/emu" "$d/mnt"
     truncate -s "$img_bytes" "$d/backing.img"
     # Prepared on a plain loop device: the initial image is the target after mkfs.
-    loop=$(losetup --find --show --direct-io=on "$d/backing.img")
+    loop=$(attach --direct-io=on "$d/backing.img")
     mkfs_of "$t" "$loop"
     losetup -d "$loop"; loop=""
     cp --reflink=always "$d/backing.img" "$d/initial.img"
     emu=$d/emu
     "$bin_dir/hddsim" emulate --profile st1000dm003 --backing "$d/backing.img" \
       --write-log "$d/write.log" "$emu" >/dev/null
-    loop=$(losetup --find --show --direct-io=on "$emu/disk")
+    loop=$(attach --direct-io=on "$emu/disk")
     mnt=$d/mnt
     bs=(); force=()
     case $t in

@@ -122,15 +122,22 @@ impl Loop {
         Loop::with_args(image, &[])
     }
 
+    /// `losetup --find --show ARGS IMAGE`, retried: with other jobs attaching loop devices,
+    /// the free device it picks can be taken before it binds it.
     fn with_args(image: &Path, args: &[&str]) -> Result<Loop, String> {
-        let (rc, out) = run(Command::new("losetup")
-            .args(["--find", "--show"])
-            .args(args)
-            .arg(image));
-        if rc != 0 {
-            return Err(format!("losetup: {out}"));
+        let mut last = String::new();
+        for k in 0..10 {
+            let (rc, out) = run(Command::new("losetup")
+                .args(["--find", "--show"])
+                .args(args)
+                .arg(image));
+            if rc == 0 {
+                return Ok(Loop(out.trim().to_string()));
+            }
+            last = out;
+            std::thread::sleep(std::time::Duration::from_millis(100 * (k + 1)));
         }
-        Ok(Loop(out.trim().to_string()))
+        Err(format!("losetup: {last}"))
     }
 }
 
@@ -243,12 +250,21 @@ pub fn check_state(
         Target::Raw | Target::Raw4096 => file_storage(image, exp, point, acked, &mut o),
         Target::Ext4 | Target::Ext4Journal | Target::Xfs => {
             let e2fsck = |o: &mut Outcome| {
-                let (rc, out) = run(Command::new("e2fsck").args(["-fy"]).arg(image));
+                let (rc, out) = match Command::new("e2fsck").args(["-fy"]).arg(image).output() {
+                    Ok(x) => (
+                        x.status.code().unwrap_or(-1),
+                        String::from_utf8_lossy(&x.stdout).into_owned(),
+                    ),
+                    Err(e) => (-1, format!("e2fsck: {e}")),
+                };
                 if rc & 3 != 0 {
                     o.repaired = true;
+                    o.notes
+                        .push(format!("e2fsck -fy fixed: {}", e2fsck_fixes(&out)));
                 }
                 if !(0..4).contains(&rc) {
-                    o.notes.push(format!("e2fsck -fy: exit {rc}: {out}"));
+                    o.notes
+                        .push(format!("e2fsck -fy: exit {rc}: {}", e2fsck_fixes(&out)));
                 }
             };
             if target == Target::Ext4 {
@@ -296,6 +312,24 @@ pub fn check_state(
     }
     o.before_storage = !acked;
     o
+}
+
+/// The lines of e2fsck's output that name a problem it fixed (not the pass headers, the
+/// summary or the banner), the first few, shortened.
+fn e2fsck_fixes(output: &str) -> String {
+    let fixes: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with("Pass ")
+                && !l.starts_with("e2fsck ")
+                && !l.contains("***")
+                && !l.contains(" files, ")
+        })
+        .take(4)
+        .collect();
+    fixes.join(" / ").chars().take(400).collect()
 }
 
 fn storage_failed(o: &mut Outcome, acked: bool, e: String) {
