@@ -420,7 +420,7 @@ today=$(date -u +%Y-%m-%d)
 if [ -e "$out/compare.json" ]; then die "$out already holds a comparison; choose another --out"; fi
 mkdir -p "$out/runs"
 out=$(cd "$out" && pwd)
-mnt=$(mktemp -d /tmp/minfs-compare-mnt.XXXXXX)
+mnt=$(mktemp -d "/tmp/minfs-compare-mnt.$$.XXXXXX")
 
 # ---------------------------------------------------------------- tracing
 # tracefs mounted on a directory of this run's own (unmounted on exit): a mount at
@@ -429,7 +429,7 @@ mnt=$(mktemp -d /tmp/minfs-compare-mnt.XXXXXX)
 # tracefs shows the same instances.
 tracefs=/sys/kernel/tracing
 if [ "$trace" != off ] && grep -qw tracefs /proc/filesystems; then
-  tracefs=$(mktemp -d /tmp/minfs-compare-tracefs.XXXXXX)
+  tracefs=$(mktemp -d "/tmp/minfs-compare-tracefs.$$.XXXXXX")
   tracefs_mounted=1
   if ! mount -t tracefs nodev "$tracefs"; then
     rmdir "$tracefs"

@@ -36,26 +36,40 @@ fn bin_dir() -> PathBuf {
     testutil::bin_dir_with(env!("CARGO_BIN_EXE_minfs-bench"), &[("minfs", "minfs")])
 }
 
-fn compare(args: &[&str]) -> Output {
-    Command::new("bash")
-        .arg(repo().join("scripts/compare.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir())
-        .args(args)
-        .output()
-        .expect("bash runs")
+/// Runs `cmd` to its end; its output and process id (compare.sh's `$$`, which names the
+/// mount point, tracefs mount and tracefs instance it makes).
+fn output_and_pid(cmd: &mut Command) -> (Output, u32) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bash runs");
+    let pid = child.id();
+    (child.wait_with_output().expect("bash runs"), pid)
 }
 
-/// Lines of `losetup -a`, `findmnt` and tracefs instances that mention `needle`.
-fn leftovers(needle: &str) -> Vec<String> {
+fn compare(args: &[&str]) -> (Output, u32) {
+    output_and_pid(
+        Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .arg("--bin-dir")
+            .arg(bin_dir())
+            .args(args),
+    )
+}
+
+/// What the compare.sh run of process `pid` left: lines of `losetup -a` and `findmnt` that
+/// mention `needle` (its work directory) or its own mount points
+/// (`/tmp/minfs-compare-{mnt,tracefs}.PID.*`), and its tracefs instance
+/// (`minfs-compare-PID`). Only its own: another comparison may be running on the machine.
+fn leftovers(needle: &str, pid: u32) -> Vec<String> {
     let mut found = Vec::new();
+    let mnt = format!("minfs-compare-mnt.{pid}.");
+    let tracefs = format!("minfs-compare-tracefs.{pid}.");
     for cmd in [vec!["losetup", "-a"], vec!["findmnt", "-rn"]] {
         let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if line.contains(needle)
-                || line.contains("minfs-compare-mnt")
-                || line.contains("minfs-compare-tracefs")
-            {
+            if line.contains(needle) || line.contains(&mnt) || line.contains(&tracefs) {
                 found.push(line.to_string());
             }
         }
@@ -63,7 +77,7 @@ fn leftovers(needle: &str) -> Vec<String> {
     if let Ok(dir) = fs::read_dir("/sys/kernel/tracing/instances") {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("minfs-compare-") {
+            if name == format!("minfs-compare-{pid}") {
                 found.push(format!("tracefs instance {name}"));
             }
         }
@@ -95,7 +109,7 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    let out = compare(&[
+    let (out, pid) = compare(&[
         "--scale",
         "0.001",
         "--runs",
@@ -107,7 +121,7 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     ]);
     assert!(out.status.success(), "{}", text(&out));
 
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     let images: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(images.is_empty(), "image not removed: {images:?}");
@@ -184,27 +198,27 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/compare.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir_with_hddsim())
-        .args(["--device", "emulated", "--workloads", "seq-256k"])
-        .args([
-            "--targets",
-            "raw,ext4-defaults",
-            "--scale",
-            "0.001",
-            "--runs",
-            "1",
-        ])
-        .arg("--work")
-        .arg(&work)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .expect("bash runs");
+    let (out, pid) = output_and_pid(
+        Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .arg("--bin-dir")
+            .arg(bin_dir_with_hddsim())
+            .args(["--device", "emulated", "--workloads", "seq-256k"])
+            .args([
+                "--targets",
+                "raw,ext4-defaults",
+                "--scale",
+                "0.001",
+                "--runs",
+                "1",
+            ])
+            .arg("--work")
+            .arg(&work)
+            .arg("--out")
+            .arg(&out_dir),
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(
@@ -277,7 +291,7 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
         out_dir.to_str().unwrap(),
     ];
 
-    let out = compare(&args);
+    let (out, _) = compare(&args);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(dev) && err.contains("ext4"), "{}", text(&out));
@@ -289,7 +303,7 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
     let m = Mount::new(lo.path()).unwrap();
     let mut destroy = args.to_vec();
     destroy.push("--destroy-data");
-    let out = compare(&destroy);
+    let (out, _) = compare(&destroy);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -309,7 +323,7 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
 fn interrupt_compare(
     signal: &str,
     group: bool,
-) -> (std::process::ExitStatus, String, tempfile::TempDir) {
+) -> (std::process::ExitStatus, String, tempfile::TempDir, u32) {
     use std::os::unix::process::CommandExt;
     use std::time::{Duration, Instant};
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
@@ -359,7 +373,9 @@ fn interrupt_compare(
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let pid = child.id().to_string();
+    // `env` execs bash: the same process, compare.sh's `$$`.
+    let own = child.id();
+    let pid = own.to_string();
     let whom = if group { format!("-{pid}") } else { pid };
     let sent = Command::new("kill")
         .args([&format!("-{signal}"), "--", &whom])
@@ -367,19 +383,24 @@ fn interrupt_compare(
         .unwrap();
     assert!(sent.success(), "kill -{signal} {whom}");
     let status = child.wait().unwrap();
-    (status, fs::read_to_string(&log).unwrap(), scratch)
+    (status, fs::read_to_string(&log).unwrap(), scratch, own)
 }
 
 /// Asserts what an interrupted compare.sh must leave: exit 130, its message, and no loop
 /// device, mount, tracefs instance or image of its own.
-fn assert_interrupted_and_clean(status: std::process::ExitStatus, stderr: &str, scratch: &Path) {
+fn assert_interrupted_and_clean(
+    status: std::process::ExitStatus,
+    stderr: &str,
+    scratch: &Path,
+    pid: u32,
+) {
     let work = scratch.join("work");
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(
         stderr.contains("compare.sh: interrupted; cleaned up"),
         "{stderr}"
     );
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}\n{stderr}");
     let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(
@@ -392,16 +413,16 @@ fn assert_interrupted_and_clean(status: std::process::ExitStatus, stderr: &str, 
 fn compare_script_cleans_up_after_ctrl_c() {
     require_loop!();
     let _serial = one_at_a_time();
-    let (status, stderr, scratch) = interrupt_compare("INT", true);
-    assert_interrupted_and_clean(status, &stderr, scratch.path());
+    let (status, stderr, scratch, pid) = interrupt_compare("INT", true);
+    assert_interrupted_and_clean(status, &stderr, scratch.path(), pid);
 }
 
 #[test]
 fn compare_script_cleans_up_after_sigterm() {
     require_loop!();
     let _serial = one_at_a_time();
-    let (status, stderr, scratch) = interrupt_compare("TERM", false);
-    assert_interrupted_and_clean(status, &stderr, scratch.path());
+    let (status, stderr, scratch, pid) = interrupt_compare("TERM", false);
+    assert_interrupted_and_clean(status, &stderr, scratch.path(), pid);
 }
 
 /// Skips (returns true) where /dev/fuse is missing (a failure under MINFS_REQUIRE_LOOP=1).
@@ -417,18 +438,18 @@ fn no_fuse() -> bool {
 }
 
 /// compare.sh with this build's binaries (hddsim included).
-fn compare_emulated(args: &[&str], work: &Path, out_dir: &Path) -> Output {
-    Command::new("bash")
-        .arg(repo().join("scripts/compare.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir_with_hddsim())
-        .args(args)
-        .arg("--work")
-        .arg(work)
-        .arg("--out")
-        .arg(out_dir)
-        .output()
-        .expect("bash runs")
+fn compare_emulated(args: &[&str], work: &Path, out_dir: &Path) -> (Output, u32) {
+    output_and_pid(
+        Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .arg("--bin-dir")
+            .arg(bin_dir_with_hddsim())
+            .args(args)
+            .arg("--work")
+            .arg(work)
+            .arg("--out")
+            .arg(out_dir),
+    )
 }
 
 #[test]
@@ -441,7 +462,7 @@ fn compare_script_on_the_whole_emulated_drive_runs_target_by_target_and_cleans_u
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    let out = compare_emulated(
+    let (out, pid) = compare_emulated(
         &[
             "--device",
             "emulated",
@@ -463,7 +484,7 @@ fn compare_script_on_the_whole_emulated_drive_runs_target_by_target_and_cleans_u
         &out_dir,
     );
     assert!(out.status.success(), "{}", text(&out));
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(
@@ -559,7 +580,7 @@ fn compare_script_refuses_a_whole_drive_without_host_space_naming_both_sizes() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let small = Tmpfs::new(scratch.path(), "64m");
     let out_dir = scratch.path().join("out");
-    let out = compare_emulated(
+    let (out, _) = compare_emulated(
         &[
             "--device",
             "emulated",

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! hddsim emulate --profile PROFILE --backing IMAGE [--create-sparse] [--clock real|virtual] [--log FILE]
-//!                [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
+//!                [--write-log FILE] [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
 //! ```
 //!
@@ -54,6 +54,11 @@ pub struct EmulateArgs {
     /// Write one line per request (op, sectors, modelled arrival/start/end) to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Record every write (position, length, data) and flush the drive accepts, in order, to
+    /// FILE (docs/WRITELOG.md): the initial image plus these writes is the final image, and
+    /// crash states are built from them (`crashcheck`).
+    #[arg(long, value_name = "FILE")]
+    pub write_log: Option<PathBuf>,
     /// Write the final statistics (as `stats.json` in the mount) to FILE at unmount.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
@@ -117,6 +122,9 @@ pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), Stri
     if let Some(s) = &a.stats {
         cmd.arg("--stats").arg(absolute(s)?);
     }
+    if let Some(w) = &a.write_log {
+        cmd.arg("--write-log").arg(absolute(w)?);
+    }
     if a.sync_backing {
         cmd.arg("--sync-backing");
     }
@@ -168,13 +176,22 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     };
     let queue = DriveQueue::new(&profile, a.clock, log).map_err(|e| format!("request log: {e}"))?;
     let (size, path) = (backing.size(), backing.path().to_path_buf());
-    let fs = EmulatorFs::with_options(
+    let mut fs = EmulatorFs::with_options(
         backing,
         &format!("{} ({})", profile.stem, profile.name),
         queue,
         a.stats.clone(),
         a.sync_backing,
     );
+    if let Some(p) = &a.write_log {
+        let f = File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let w = super::writelog::Writer::new(
+            std::io::BufWriter::with_capacity(8 << 20, f),
+            size,
+        )
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+        fs.set_write_log(w);
+    }
     let errors = fs.shutdown_errors();
     let options = [
         MountOption::FSName(path.display().to_string()),

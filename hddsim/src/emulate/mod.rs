@@ -17,6 +17,7 @@
 pub mod backing;
 pub mod cli;
 pub mod server;
+pub mod writelog;
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -250,6 +250,8 @@ pub struct EmulatorFs {
     stats_out: Option<std::path::PathBuf>,
     /// Errors of the shutdown (writing the log or the statistics), for the caller.
     shutdown_errors: Arc<Mutex<Vec<String>>>,
+    /// `--write-log`: every accepted write and flush (see [`super::writelog`]).
+    write_log: Option<super::writelog::Writer<std::io::BufWriter<std::fs::File>>>,
 }
 
 impl EmulatorFs {
@@ -299,6 +301,32 @@ impl EmulatorFs {
             next_fh: 1,
             stats_out,
             shutdown_errors: Arc::new(Mutex::new(Vec::new())),
+            write_log: None,
+        }
+    }
+
+    /// Records every write and flush accepted from now on in `log` ([`super::writelog`]).
+    pub fn set_write_log(&mut self, log: super::writelog::Writer<std::io::BufWriter<std::fs::File>>) {
+        self.write_log = Some(log);
+    }
+
+    /// Logs a write (`Some(data)`) or a flush (`None`) as accepted. A log that cannot be
+    /// written would be incomplete: the drive then fails, like one whose backing write failed.
+    fn log_accepted(&mut self, sector: u64, data: Option<&[u8]>) {
+        let Some(log) = self.write_log.as_mut() else {
+            return;
+        };
+        let res = match data {
+            Some(d) => log.write(sector, d),
+            None => log.flush_mark(),
+        };
+        if let Err(e) = res {
+            self.shared.failed();
+            self.write_log = None;
+            self.shutdown_errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("writing the write log: {e}"));
         }
     }
 
@@ -444,6 +472,11 @@ impl fuser::Filesystem for EmulatorFs {
         let mut errors = Vec::new();
         if let Err(e) = self.finish() {
             errors.push(format!("writing the request log: {e}"));
+        }
+        if let Some(log) = self.write_log.take() {
+            if let Err(e) = log.finish() {
+                errors.push(format!("writing the write log: {e}"));
+            }
         }
         if let Some(path) = &self.stats_out {
             let mut text = serde_json::to_vec_pretty(&self.snapshot()).unwrap_or_default();
@@ -638,6 +671,7 @@ impl fuser::Filesystem for EmulatorFs {
         if len == 0 {
             return reply.written(0);
         }
+        self.log_accepted(offset / 512, Some(data));
         let mut buf = AlignedBuf::zeroed(data.len(), 4096);
         buf.copy_from_slice(data);
         let id = self.register_write(offset, offset + len);
@@ -667,6 +701,7 @@ impl fuser::Filesystem for EmulatorFs {
         if let Err(e) = self.check() {
             return reply.error(e);
         }
+        self.log_accepted(0, None);
         let epoch = self.write_epoch();
         self.dispatch(ReqOp::Flush, 0, 0, move |sh| {
             sh.wait_pending(epoch, 0, u64::MAX);
