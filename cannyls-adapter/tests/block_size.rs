@@ -102,7 +102,11 @@ fn storages_made_at_512_still_open() {
     assert_eq!(fs.stat("new").unwrap().extents[0].offset, old_start);
     let mut head = AlignedBuf::zeroed(512, 512);
     nvm.file_handle().read_at(&mut head, 0).unwrap();
-    assert_eq!(&head[..4], [0; 4], "the new file begins with the old header");
+    assert_eq!(
+        &head[..4],
+        [0; 4],
+        "the new file begins with the old header"
+    );
     assert_eq!(nvm.block_size().as_u16(), 4096);
 }
 
