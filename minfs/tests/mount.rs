@@ -188,6 +188,25 @@ fn dd(args: &[String]) {
     );
 }
 
+/// `rm` of a file just closed: FUSE sends a close's RELEASE asynchronously, so the server may
+/// still count the file open (EBUSY) for a moment after `close` returned.
+fn remove_when_released(path: &Path) {
+    let start = Instant::now();
+    loop {
+        match std::fs::remove_file(path) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "{}: still busy 10 s after close",
+                    path.display()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r.unwrap(),
+        }
+    }
+}
+
 fn errno_of<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
     r.unwrap_err().raw_os_error().unwrap()
 }
@@ -416,7 +435,7 @@ fn create_size_remove_and_refused_operations() {
     assert_eq!(errno_of(std::fs::remove_file(m.file("t"))), libc::EBUSY);
     drop(t);
     drop(fa);
-    std::fs::remove_file(m.file("t")).unwrap();
+    remove_when_released(&m.file("t"));
     assert_eq!(errno_of(std::fs::metadata(m.file("t"))), libc::ENOENT);
     // No renames, directories, links, other modes or owners.
     assert_eq!(
@@ -1007,7 +1026,7 @@ fn a_new_file_on_the_mount_never_opens_as_a_removed_cannyls_storage() {
             storage.journal_sync().unwrap();
         }
         assert_eq!(&std::fs::read(&path).unwrap()[..4], b"lusf");
-        std::fs::remove_file(&path).unwrap();
+        remove_when_released(&path);
         make(&path);
         let head = std::fs::read(&path).unwrap();
         assert!(
@@ -1017,7 +1036,7 @@ fn a_new_file_on_the_mount_never_opens_as_a_removed_cannyls_storage() {
         );
         // FileNvm takes a non-empty file for an existing storage: it must find none.
         assert!(FileNvm::open(&path).is_err(), "{how}: opened as a storage");
-        std::fs::remove_file(&path).unwrap();
+        remove_when_released(&path);
     }
     m.umount();
     minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);

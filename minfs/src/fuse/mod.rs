@@ -19,7 +19,7 @@
 //! | `fallocate` | mode 0 grows the file to cover the range; `FALLOC_FL_KEEP_SIZE` is accepted inside the file and refused past its end (`EOPNOTSUPP`: minfs allocates exactly a file's size); other modes `EOPNOTSUPP` |
 //! | new bytes | a file's first 4 KiB block is zeroed when the file gets it (create, truncate, `fallocate`, the first write), so a new file never begins with an earlier file's bytes (a Cannyls header); bytes past it added by growing are not zeroed: they hold what the device held (docs/FORMAT.md, "Stale bytes in a new file") |
 //! | create, `mknod` | an empty regular file; other node types `EPERM` |
-//! | `rm` (unlink) | removes the file; `EBUSY` while it is open |
+//! | `rm` (unlink) | removes the file; `EBUSY` while it is open. The kernel sends a close's release asynchronously, so an `rm` right after the last `close` may see `EBUSY` for a moment |
 //! | `fsync`, `fdatasync` | a commit when writes grew the file since its size was last committed (a commit flushes the device first), else a device flush (`fdatasync` of the image, FLUSH CACHE on a disk) |
 //! | `close` | a device flush when anything was written since the last one; the file's last close commits a grown size and gives back its unused preallocation |
 //! | request size | up to 8 MiB per request (`max_pages` 2048), so a Cannyls lump of up to 4 MiB is read with its trailer in one request; as root `minfs mount` raises `fs.fuse.max_pages_limit` to 2048 when it is lower, and says so (`--keep-max-pages-limit` leaves it alone) ([`max_pages`]) |
