@@ -556,7 +556,11 @@ impl Filesystem {
             });
         }
         let need = blocks_for(size);
-        let extents = st.alloc.choose(need).ok_or_else(|| Error::NoSpace {
+        let mut chosen = st.alloc.choose(need);
+        if chosen.is_none() && trim_others(&mut st, None) > 0 {
+            chosen = st.alloc.choose(need);
+        }
+        let extents = chosen.ok_or_else(|| Error::NoSpace {
             target: self.inner.target.clone(),
             name: name.into(),
             needed_blocks: need,
@@ -612,12 +616,18 @@ impl Filesystem {
         let added = match in_place {
             _ if need == 0 => Vec::new(),
             Some(e) if st.alloc.is_free(e) => vec![e],
-            _ => st.alloc.choose(need).ok_or_else(|| Error::NoSpace {
-                target: self.inner.target.clone(),
-                name: name.into(),
-                needed_blocks: need,
-                free_blocks: st.alloc.free_blocks(),
-            })?,
+            _ => {
+                let mut chosen = st.alloc.choose(need);
+                if chosen.is_none() && trim_others(&mut st, Some(name)) > 0 {
+                    chosen = st.alloc.choose(need);
+                }
+                chosen.ok_or_else(|| Error::NoSpace {
+                    target: self.inner.target.clone(),
+                    name: name.into(),
+                    needed_blocks: need,
+                    free_blocks: st.alloc.free_blocks(),
+                })?
+            }
         };
         if held == 0 && !added.is_empty() {
             self.zero_first_block(&added, name)?;
@@ -692,7 +702,9 @@ impl Filesystem {
     /// (or any other change of this file's size). When the file needs more blocks it takes
     /// them ahead, as XFS's speculative end-of-file preallocation does: as many again as it
     /// holds (64 KiB to 8 GiB, fewer when less is free), in place after its last extent where
-    /// that is free. A file's first block is zeroed when it is taken. `minfs mount` serves a
+    /// that is free. When fewer blocks are free than the write needs, the other files'
+    /// preallocation is given back first (so does `create` and `grow`). A file's first block is
+    /// zeroed when it is taken. `minfs mount` serves a
     /// write past the end with this, so a client appending pays no commit per write.
     ///
     /// Until the size is synced, a crash leaves the file at its last synced size: the blocks
@@ -719,6 +731,9 @@ impl Filesystem {
         let need = blocks_for(end).saturating_sub(held);
         let mut extents = meta.extents;
         if need > 0 {
+            if st.alloc.free_blocks() < need {
+                trim_others(&mut st, Some(name));
+            }
             let free = st.alloc.free_blocks();
             if free < need {
                 return Err(Error::NoSpace {
@@ -825,26 +840,7 @@ impl Filesystem {
             .cloned()
             .ok_or_else(|| self.not_found(name))?;
         let mut m = node.meta.write().unwrap_or_else(|e| e.into_inner());
-        let keep = blocks_for(m.size);
-        let kept = prefix(&m.extents, keep);
-        let mut freed = 0;
-        let mut at = 0u64;
-        for e in &m.extents {
-            let skip = keep.saturating_sub(at).min(e.len);
-            if skip < e.len {
-                st.alloc.set(
-                    Extent {
-                        start: e.start + skip,
-                        len: e.len - skip,
-                    },
-                    false,
-                );
-                freed += e.len - skip;
-            }
-            at += e.len;
-        }
-        m.extents = kept;
-        Ok(freed)
+        Ok(trim(&mut st.alloc, &mut m))
     }
 
     /// [`Filesystem::trim_preallocation`] of every file; returns the blocks freed.
@@ -1051,6 +1047,43 @@ fn entries(st: &State) -> Vec<FileEntry> {
                 .on_disk(&n.name)
         })
         .collect()
+}
+
+/// Frees `m`'s blocks past ⌈size / 4096⌉ (its preallocation) in `alloc`; returns how many.
+fn trim(alloc: &mut Allocator, m: &mut Meta) -> u64 {
+    let keep = blocks_for(m.size);
+    let mut freed = 0;
+    let mut at = 0u64;
+    for e in &m.extents {
+        let skip = keep.saturating_sub(at).min(e.len);
+        if skip < e.len {
+            alloc.set(
+                Extent {
+                    start: e.start + skip,
+                    len: e.len - skip,
+                },
+                false,
+            );
+            freed += e.len - skip;
+        }
+        at += e.len;
+    }
+    m.extents = prefix(&m.extents, keep);
+    freed
+}
+
+/// Gives back the preallocation of every file but `except`, in memory: what an allocation
+/// that would otherwise fail for want of space does first (as XFS trims speculative
+/// preallocation before it reports ENOSPC). Returns the blocks freed.
+fn trim_others(st: &mut State, except: Option<&str>) -> u64 {
+    let mut freed = 0;
+    for (name, node) in &st.files {
+        if Some(name.as_str()) != except {
+            let mut m = node.meta.write().unwrap_or_else(|e| e.into_inner());
+            freed += trim(&mut st.alloc, &mut m);
+        }
+    }
+    freed
 }
 
 /// Appends `e` to `extents`, merging it into the last extent when it follows on.

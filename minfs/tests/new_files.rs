@@ -276,3 +276,44 @@ fn a_crash_leaves_the_last_synced_size_and_never_another_files_bytes() {
     }
     assert!(checked > trace.len(), "only {checked} crash images checked");
 }
+
+/// Space held as another file's preallocation is given back before a create, grow or append
+/// reports no space, as XFS trims speculative preallocation before ENOSPC.
+#[test]
+fn preallocation_is_given_back_before_no_space() {
+    let fs = mem_fs();
+    let total = fs.free_bytes();
+    // "a" grows by appends of 64 KiB to a third of the space, holding blocks ahead.
+    fs.create("a", 0).unwrap();
+    let third = total / 3 / 65536 * 65536;
+    for end in (1..=third / 65536).map(|i| i * 65536) {
+        fs.extend_unsynced("a", end).unwrap();
+    }
+    let held = fs.stat("a").unwrap().allocated;
+    assert!(held > third + 64 * 1024, "a holds {held} for {third}");
+    // "b" takes all the rest beside a's size: more than is free beside a's preallocation.
+    let want = total - third;
+    assert!(want > fs.free_bytes());
+    fs.create("b", want).unwrap();
+    let a = fs.stat("a").unwrap();
+    assert_eq!((a.size, a.allocated), (third, third));
+    assert_eq!(fs.free_bytes(), 0);
+    // A grow of "c" into the blocks "a" holds ahead likewise.
+    fs.remove("b").unwrap();
+    fs.create("c", 0).unwrap();
+    fs.extend_unsynced("a", third + BLOCK_SIZE).unwrap();
+    assert!(fs.stat("a").unwrap().allocated > third + 64 * 1024);
+    fs.grow("c", total - third - BLOCK_SIZE).unwrap();
+    assert_eq!(fs.free_bytes(), 0);
+    // And an append of "d" (a write past its end on the mount).
+    fs.remove("c").unwrap();
+    fs.create("d", 0).unwrap();
+    fs.extend_unsynced("a", third + 2 * BLOCK_SIZE).unwrap();
+    assert!(fs.stat("a").unwrap().allocated > third + 64 * 1024);
+    fs.extend_unsynced("d", total - third - 2 * BLOCK_SIZE)
+        .unwrap();
+    assert_eq!(fs.free_bytes(), 0);
+    fs.sync_all_sizes().unwrap();
+    let r = minfs::fsck::check_device(fs.device().as_ref(), "test").unwrap();
+    assert!(r.is_clean(), "{:?}", r.problems);
+}
