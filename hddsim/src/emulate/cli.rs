@@ -197,11 +197,8 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     );
     if let Some(p) = &a.write_log {
         let f = File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let w = super::writelog::Writer::new(
-            std::io::BufWriter::with_capacity(8 << 20, f),
-            size,
-        )
-        .map_err(|e| format!("{}: {e}", p.display()))?;
+        let w = super::writelog::Writer::new(std::io::BufWriter::with_capacity(8 << 20, f), size)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
         fs.set_write_log(w);
     }
     let errors = fs.shutdown_errors();
