@@ -306,7 +306,10 @@ impl EmulatorFs {
     }
 
     /// Records every write and flush accepted from now on in `log` ([`super::writelog`]).
-    pub fn set_write_log(&mut self, log: super::writelog::Writer<std::io::BufWriter<std::fs::File>>) {
+    pub fn set_write_log(
+        &mut self,
+        log: super::writelog::Writer<std::io::BufWriter<std::fs::File>>,
+    ) {
         self.write_log = Some(log);
     }
 
