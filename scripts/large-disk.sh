@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Peak resident memory (ru_maxrss, from GNU time) and wall time of every `minfs` command on
-# loop devices of 1 GiB, 20 TB and 1 PiB over sparse files (issue 12: "a 20 TB disk in a few
-# MiB"). Root only: it mounts a tmpfs for the sparse images (ext4 caps a file at 16 TiB) and
+# loop devices of 1 GiB, 20 TB and 1 PiB over sparse files (the target: a 20 TB disk in a few
+# MiB). Root only: it mounts a tmpfs for the sparse images (ext4 caps a file at 16 TiB) and
 # attaches loop devices; everything it makes is removed on exit or Ctrl-C.
 #
 # Usage: sudo scripts/large-disk.sh [--bin MINFS] [--compare OTHER_MINFS] [--sizes "1G 20T 1P"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reliability suites (issue 6; README "Reliability"), with larger counts for nightly runs:
+# The reliability suites (README "Reliability"), with larger counts for nightly runs:
 #   1. minfs crash_sweep    crash images after every device operation + random crash seeds
 #   2. cannyls crash        a Cannyls storage on minfs, crashed at every device operation
 #                           (block size 4096 and 512; plain and 512e media: 1 and 2 both run a

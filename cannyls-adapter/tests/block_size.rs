@@ -1,4 +1,4 @@
-//! The block size of a `MinfsNvm` (issue 13): 4096 by default (the physical sector size when
+//! The block size of a `MinfsNvm`: 4096 by default (the physical sector size when
 //! larger), the one recorded in a Cannyls header when the file holds a storage, refusals naming
 //! the values. In memory, over `FaultDevice`s of several geometries.
 

@@ -1,4 +1,4 @@
-//! Reliability suite 2: a Cannyls storage on minfs under power cuts (issues 6 and 13).
+//! Reliability suite 2: a Cannyls storage on minfs under power cuts.
 //!
 //! A real Cannyls storage ([`MinfsNvm`] over a minfs file, the filesystem over a
 //! [`FaultDevice`] that logs every operation) is created at block size 4096 and again at 512,
@@ -26,10 +26,10 @@
 //! which the adapter does not prevent (see the crate docs). A Cannyls refusal of the journal
 //! (`StorageCorrupted`) explained by a torn write ("journal-tail refusals") is a failure.
 //!
-//! Four runs (issue 13), each with its counts line (`block size: N, 512e read-modify-write:
-//! yes|no, crash points: N, crash images: N, ..., reopen failures: 0, lost lumps: 0, ...,
-//! journal repairs on open: N, reopen failures: 0, journal-tail refusals: 0, ...,
-//! wrong-content reads: 0, ...`), printed and left in
+//! Four runs (block sizes 4096 and 512, on plain and on 512e media), each with its counts line
+//! (`block size: N, 512e read-modify-write: yes|no, crash points: N, crash images: N, ..., reopen
+//! failures: 0, lost lumps: 0, ..., journal repairs on open: N, reopen failures: 0, journal-tail
+//! refusals: 0, ..., wrong-content reads: 0, ...`), printed and left in
 //! `$CARGO_TARGET_TMPDIR/reliability-<name>.txt` for `scripts/test.sh`:
 //! - `cannyls_crash`: `MinfsNvm`'s default block size (4096); `cannyls_crash_512`: block size
 //!   512 (`with_block_size`) — both must lose nothing;

@@ -1,5 +1,5 @@
-//! What a commit costs since issue 17 (the last commit in both slots: 2 slot writes and 3
-//! flushes) against the protocol before it (the inactive slot only: 1 write and 2 flushes),
+//! What a commit costs now that it is written to both slots (2 slot writes and 3 flushes)
+//! against the older protocol (the inactive slot only: 1 write and 2 flushes),
 //! side by side in one run, with criterion.
 //!
 //! Targets: a 256 MiB image file (`FileDevice`: O_DIRECT, `fdatasync`) in `MINFS_TEST_DIR`

@@ -1,9 +1,9 @@
-//! What minfs' metadata operations cost against the size of the device and against the number
-//! of extents (issue 12): open, create, grow, remove and fsck on a sparse in-memory device
-//! ([`SparseMemDevice`], storing only the pages written) of 1 GiB, 1 TiB, 20 TB and 1 PiB, and
-//! on a 1 TiB device holding 1 to 1,900 extents with as many free runs between them (the most
-//! fragmented state the file table allows: it holds 3,836 extents, and a hole needs an extent
-//! after it). No root needed: `cargo bench -p minfs --bench large_disk`.
+//! What minfs' metadata operations cost against the size of the device and against the number of
+//! extents (the first should not matter): open, create, grow, remove and fsck on a sparse in-memory
+//! device ([`SparseMemDevice`], storing only the pages written) of 1 GiB, 1 TiB, 20 TB and 1 PiB,
+//! and on a 1 TiB device holding 1 to 1,900 extents with as many free runs between them (the most
+//! fragmented state the file table allows: it holds 3,836 extents, and a hole needs an extent after
+//! it). No root needed: `cargo bench -p minfs --bench large_disk`.
 //!
 //! The device costs no I/O time (memory), so this measures minfs' own work: decoding, the
 //! free-space map, encoding and checksumming a slot. Targets: the cost at 1 PiB within 1.5× of

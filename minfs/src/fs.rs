@@ -40,7 +40,7 @@ pub(crate) struct Inner {
     pub(crate) target: String,
     /// Time stamp for commits instead of the clock (golden-image tests).
     fixed_time: Option<u64>,
-    /// Commits write the inactive slot only, as before issue 17 (the commit benchmark's
+    /// Commits write the inactive slot only, the older protocol (the commit benchmark's
     /// baseline; never set otherwise).
     single_slot_commits: AtomicBool,
     poisoned: AtomicBool,
@@ -925,7 +925,7 @@ impl Filesystem {
         Ok(())
     }
 
-    /// Makes commits write the inactive slot only (the protocol before issue 17: one slot
+    /// Makes commits write the inactive slot only (the older protocol: one slot
     /// write and two flushes per commit). Only for the commit benchmark's baseline: a commit
     /// then lives in one slot until the next read-write open copies it.
     #[doc(hidden)]

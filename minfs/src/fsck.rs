@@ -36,7 +36,7 @@ pub enum Problem {
         active_uuid: String,
     },
     /// The slot holds an older commit than the other (a commit interrupted between its two
-    /// slot writes, or a slot written by a minfs older than issue 17).
+    /// slot writes, or a slot written by a minfs that committed to the inactive slot only).
     StaleSlot {
         slot: SlotId,
         generation: u64,

@@ -382,8 +382,8 @@ fn corrupted_slot_is_survived_and_repaired_on_an_image() {
     corrupt_slots_and_check(&img);
 }
 
-/// Issue 17: the only commit after mkfs (one file) survives 64 random bytes over the start of
-/// either slot of a 256 MiB image.
+/// The only commit after mkfs (one file), written to both slots, survives 64 random bytes over
+/// the start of either slot of a 256 MiB image.
 #[test]
 fn one_commit_survives_garbage_over_either_slot_on_an_image() {
     let s = Scratch::new();

@@ -1,4 +1,4 @@
-//! Reliability suite 1: crash images of minfs (issue 6).
+//! Reliability suite 1: crash images of minfs.
 //!
 //! The reference workload (`crash_common::reference_workload`: mkfs, creates, grows,
 //! removes, data writes, flushes, reopens; about 300 device operations) runs once on a
@@ -16,7 +16,7 @@
 //! `MINFS_CRASH_SEEDS=N` sets how many (default [`DEFAULT_SEEDS`]). Every second one is crashed
 //! again while being recovered (the open that rewrites the interrupted slot).
 //!
-//! Then bad-sector images (issue 17, `crash_common::bad_sectors`): after every commit of the
+//! Then bad-sector images (`crash_common::bad_sectors`): after every commit of the
 //! reference workload (both geometries), each logical sector of each slot in turn flipped or
 //! made unreadable; the last commit must open (read-only, writing nothing), `fsck -n` report
 //! the slot, `fsck -y` heal it, and `fsck -n` then be clean.
@@ -340,7 +340,7 @@ fn crash_sweep() {
     let mut points = 0;
     let mut details = Vec::new();
     let mut bad_tally = bad_sectors::BadSectorTally::default();
-    // Crash points between a commit's two slot writes (issue 17).
+    // Crash points between a commit's two slot writes.
     let mut between = 0;
     for geometry in [REFERENCE, REFERENCE_4KN] {
         let t0 = Instant::now();

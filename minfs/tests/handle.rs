@@ -358,7 +358,7 @@ fn read_write_open_heals_an_invalid_inactive_slot() {
         .is_clean());
 }
 
-/// Issue 17: an unreadable sector in either slot is a bad slot, not a fatal open error; both
+/// An unreadable sector in either slot is a bad slot, not a fatal open error; both
 /// unreadable is `NoValidSlot` naming both slots' read errors.
 #[test]
 fn unreadable_slots_open_through_the_other_one_and_both_are_named() {
@@ -393,7 +393,7 @@ fn unreadable_slots_open_through_the_other_one_and_both_are_named() {
     }
 }
 
-/// Issue 17: equal generations with different contents are never written by minfs; fsck
+/// Equal generations with different contents are never written by minfs; fsck
 /// reports them (and `-y` keeps slot A's, the one open uses).
 #[test]
 fn equal_generations_with_different_contents_are_reported() {
@@ -434,7 +434,7 @@ fn equal_generations_with_different_contents_are_reported() {
     assert_eq!(fs.list().len(), 1);
 }
 
-/// Issue 17: a target whose slots are one commit apart (what a minfs before issue 17 wrote,
+/// A target whose slots are one commit apart (what a minfs that committed to one slot wrote,
 /// or a crash between a commit's two slot writes) opens in the newer slot; fsck -n reports
 /// the stale one; a read-write open copies the newer state over it, same generation.
 #[test]

@@ -1,4 +1,4 @@
-//! Reliability suite 3: I/O errors (issue 6).
+//! Reliability suite 3: I/O errors.
 //!
 //! The reference workload (`crash_common::reference_workload`, on a 512e and on a 4Kn device)
 //! is run once cleanly to count its device operations; then, for **every** operation index — the n-th read, the n-th write, the
@@ -37,7 +37,7 @@ struct Counts {
     errors_to_caller: u64,
     poison_checks: u64,
     read_retries: u64,
-    /// Read errors in one slot during an open, absorbed by the other slot (issue 17).
+    /// Read errors in one slot during an open, absorbed by the other slot.
     slot_reads_absorbed: u64,
     images: u64,
     reopen_failures: u64,
@@ -117,7 +117,7 @@ fn assert_poisoned(runner: &Runner, counts: &mut Counts) {
     }
 }
 
-/// Whether `fault` hits a read of a metadata slot (by an open): since issue 17 such a read
+/// Whether `fault` hits a read of a metadata slot (by an open): such a read
 /// error makes the slot invalid, like a bad checksum, instead of failing the open.
 fn is_slot_read(clean: &RunLog, fault: Fault) -> bool {
     fault.kind == OpKind::Read
@@ -129,7 +129,7 @@ fn is_slot_read(clean: &RunLog, fault: Fault) -> bool {
             .is_some_and(|e| e.len == SLOT_SIZE && (e.offset == 0 || e.offset == SLOT_SIZE))
 }
 
-/// A read error in one slot during an open (issue 17). Once: the open uses the other slot and
+/// A read error in one slot during an open. Once: the open uses the other slot and
 /// heals the unreadable one: the workload runs to the end with nothing reaching the caller, and
 /// the live device is clean with the clean run's files. For good: the open of a read error in
 /// slot A (every read fails from then on) fails naming both slots unreadable; one in slot B

@@ -274,7 +274,7 @@ fn cli_on_a_15_tib_loop_device() {
     minfs().args(["fsck", "-n"]).arg(d).assert().code(0);
 }
 
-/// Regression (issue 12): mkfs of an existing sparse image fallocated its whole length; on a
+/// Regression: mkfs of an existing sparse image fallocated its whole length; on a
 /// host with less free space than the holes (a 15 TiB sparse image on a 50 GB disk) fallocate
 /// filled the host filesystem and then failed with ENOSPC, leaving the space taken. Now mkfs
 /// checks the host's free space first and refuses, naming the sizes, with nothing allocated.

@@ -1,4 +1,4 @@
-//! Regression (issue 12): every `minfs` command on a 15 TiB device peaked at about 964 MiB of
+//! Regression: every `minfs` command on a 15 TiB device peaked at about 964 MiB of
 //! resident memory, because open built a bitmap of one bit per 4 KiB block — also a read-only
 //! open. As root, on a 15 TiB loop device over a sparse image, a read-only `minfs info` must
 //! peak below 64 MiB. The peak is the child's `ru_maxrss` (`getrusage(RUSAGE_CHILDREN)`); this

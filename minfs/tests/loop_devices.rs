@@ -168,8 +168,8 @@ fn corrupted_slot_is_survived_on_512_and_4096_byte_sectors() {
     }
 }
 
-/// Issue 17 on a loop device (512e: 512-byte logical sectors): the only commit after mkfs
-/// survives 64 random bytes over the start of either slot.
+/// On a loop device (512e: 512-byte logical sectors), the only commit after mkfs, written to
+/// both slots, survives 64 random bytes over the start of either slot.
 #[test]
 fn one_commit_survives_garbage_over_either_slot_on_a_loop_device() {
     require_loop!();

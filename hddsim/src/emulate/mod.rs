@@ -315,7 +315,7 @@ mod tests {
     /// Regression: a cache hit far beyond the look-ahead's window extended its limit to there,
     /// and the next read in between was charged the "streaming" of everything up to it (1284 s
     /// for one 4 KiB read): an emulator then held every later reply for that long. Fixed in the
-    /// model (issue 14); this guards the emulator's use of it.
+    /// model; this guards the emulator's use of it.
     #[test]
     fn far_cache_hit_does_not_stretch_the_lookahead() {
         let mut q = DriveQueue::new(&profile(), Clock::Virtual, None).unwrap();

@@ -96,10 +96,10 @@ pub fn corrupt_slots_and_check(target: &Path) {
     assert_eq!(json(&["info", "--json"], target)["files"], files);
 }
 
-/// Issue 17's case: `mkfs`, one `create` (a Cannyls deployment commits once), then 64 random
-/// bytes over the start of one slot — slot A, then, on a fresh filesystem, slot B. The file
-/// must survive either: `ls` shows it, `fsck -n` reports the hit slot (exit 4), `fsck -y`
-/// repairs it (exit 1), `fsck -n` is then clean and the file still there. `mkfs` is
+/// A commit that must survive in the other slot: `mkfs`, one `create` (a Cannyls deployment commits
+/// once), then 64 random bytes over the start of one slot — slot A, then, on a fresh filesystem,
+/// slot B. The file must survive either: `ls` shows it, `fsck -n` reports the hit slot (exit 4),
+/// `fsck -y` repairs it (exit 1), `fsck -n` is then clean and the file still there. `mkfs` is
 /// `mkfs -f MKFS_ARGS TARGET` (e.g. `-s 256M` for an image).
 pub fn one_commit_survives_either_slot_hit(target: &Path, mkfs_args: &[&str]) {
     use std::os::unix::fs::FileExt;

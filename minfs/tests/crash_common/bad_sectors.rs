@@ -1,4 +1,4 @@
-//! Bad-sector images (issue 17): after every commit of a workload, each logical sector of each
+//! Bad-sector images: after every commit of a workload, each logical sector of each
 //! metadata slot in turn is corrupted (its bytes flipped) or made unreadable (a latent sector
 //! error, [`CrashDevice::make_unreadable`]). Every such image must:
 //! - be reported by `fsck -n` (a problem naming the hit slot), which writes nothing;
