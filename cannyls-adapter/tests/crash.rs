@@ -40,7 +40,7 @@
 //!   `cannyls_crash_512e_512` at block size 512 loses acknowledged lumps, counted (and asserted
 //!   to happen).
 //!
-//! Journal-tail refusals and wrong-content reads count as failures; reads of issue #28 are
+//! Journal-tail refusals and wrong-content reads count as failures; reads of Cannyls issue #28 are
 //! counted apart.
 
 use std::collections::BTreeMap;
@@ -406,7 +406,7 @@ fn check_lumps(run: &Run, storage: &mut Storage<MinfsNvm>, k: u64, found: &mut V
             }
             Ok(Some(d)) => {
                 present.insert(n, false);
-                // An acknowledged lump whose delete had begun, not synced: issue #28.
+                // An acknowledged lump whose delete had begun, not synced: Cannyls issue #28.
                 let unsynced_delete = expect.get(&n).is_some_and(|e| e.1.is_none());
                 found.push(wrong(
                     if unsynced_delete {
