@@ -335,7 +335,7 @@ today=$(date -u +%Y-%m-%d)
 if [ -e "$out/compare.json" ]; then die "$out already holds a comparison; choose another --out"; fi
 mkdir -p "$out/runs"
 out=$(cd "$out" && pwd)
-mnt=$(mktemp -d /tmp/minfs-compare-mnt.XXXXXX)
+mnt=$(mktemp -d "/tmp/minfs-compare-mnt.$$.XXXXXX")
 
 # ---------------------------------------------------------------- tracing
 tracefs=/sys/kernel/tracing
@@ -562,7 +562,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| date (UTC) | $(date -u '+%Y-%m-%d %H:%M') |"
   echo "| host | $host |"
   echo "| kernel | $(uname -srvm) |"
-  echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) online CPUs |"
+  echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | sed -n 1p), $(nproc) online CPUs |"
   echo "| RAM | $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |"
   if [ -n "$emulated" ]; then
     echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over the file of an emulated drive: \`$emu_cmd\` ($("$hddsim" --version)), profile \`$emulated\` ($("$hddsim" validate --profile "$emulated" | sed -n '1s/^hddsim validate: //p' | sed 's/|/\\|/g')), backed by a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' '), zero-filled and synced before the first run: \`$zero_cmd\`. Replies wait for the modelled completion; the emulator's statistics at the end: \`emulator-stats.json\` |"
@@ -570,7 +570,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   elif [ -n "$image" ]; then
     echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' ') ($(findmnt -no OPTIONS -T "$work")), zero-filled and synced before the first run: \`$zero_cmd\` |"
     host_src=$(findmnt -no SOURCE -T "$work")
-    host_disk=$(lsblk -no PKNAME "$host_src" 2>/dev/null | head -1)
+    host_disk=$(lsblk -no PKNAME "$host_src" 2>/dev/null | sed -n 1p)
     [ -n "$host_disk" ] || host_disk=$(basename "$host_src")
     echo "| image's host disk | $(lsblk -dno NAME,SIZE,ROTA,MODEL "/dev/$host_disk" 2>/dev/null | tr -s ' ' || echo n/a) (name, size, rotational, model as lsblk reports) |"
     echo "| loop direct I/O | $(sysval "/sys/class/block/$devname/loop/dio") |"
@@ -608,8 +608,8 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   "$bench" --version
   echo "cannyls $(awk '/^name = "cannyls"$/ { getline; print $3 }' "$repo/Cargo.lock" | tr -d '"')"
   rustc --version 2>/dev/null || true
-  mkfs.ext4 -V 2>&1 | head -1
-  mkfs.xfs -V 2>&1 | head -1
+  mkfs.ext4 -V 2>&1 | sed -n 1p
+  mkfs.xfs -V 2>&1 | sed -n 1p
   losetup --version
   echo '```'
   echo
@@ -655,8 +655,8 @@ if [ -n "$emulated" ]; then
     echo "| --- | --- | --- | --- | --- | --- |"
     for mj in "$out"/runs/*/*/run-*.model-"$emulated".json; do
       [ -e "$mj" ] || continue
-      meas=$(sed -n 's/.*"measured_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | head -1)
-      mod=$(sed -n 's/.*"modelled_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | head -1)
+      meas=$(sed -n 's/.*"measured_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | sed -n 1p)
+      mod=$(sed -n 's/.*"modelled_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | sed -n 1p)
       [ -n "$meas" ] && [ -n "$mod" ] || continue
       rel=${mj#"$out"/runs/}
       IFS=/ read -r w t r <<<"$rel"

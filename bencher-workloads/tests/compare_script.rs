@@ -36,23 +36,38 @@ fn bin_dir() -> PathBuf {
     testutil::bin_dir_with(env!("CARGO_BIN_EXE_minfs-bench"), &[("minfs", "minfs")])
 }
 
-fn compare(args: &[&str]) -> Output {
-    Command::new("bash")
+/// Runs compare.sh with `args`; returns its output and process id (the `$$` in the names of
+/// the mount point and tracefs instance it makes).
+fn compare_with(bin_dir: &Path, args: &[&std::ffi::OsStr]) -> (Output, u32) {
+    let child = Command::new("bash")
         .arg(repo().join("scripts/compare.sh"))
         .arg("--bin-dir")
-        .arg(bin_dir())
+        .arg(bin_dir)
         .args(args)
-        .output()
-        .expect("bash runs")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bash runs");
+    let pid = child.id();
+    (child.wait_with_output().expect("bash runs"), pid)
 }
 
-/// Lines of `losetup -a`, `findmnt` and tracefs instances that mention `needle`.
-fn leftovers(needle: &str) -> Vec<String> {
+fn compare(args: &[&str]) -> (Output, u32) {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    compare_with(&bin_dir(), &args)
+}
+
+/// What the compare.sh run of process `pid` left: lines of `losetup -a` and `findmnt` that
+/// mention `needle` (its work directory) or its mount point (`/tmp/minfs-compare-mnt.PID.*`),
+/// and its tracefs instance (`minfs-compare-PID`). Only its own: another comparison may be
+/// running on the machine.
+fn leftovers(needle: &str, pid: u32) -> Vec<String> {
     let mut found = Vec::new();
+    let mnt = format!("minfs-compare-mnt.{pid}.");
     for cmd in [vec!["losetup", "-a"], vec!["findmnt", "-rn"]] {
         let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if line.contains(needle) || line.contains("minfs-compare-mnt") {
+            if line.contains(needle) || line.contains(&mnt) {
                 found.push(line.to_string());
             }
         }
@@ -60,7 +75,7 @@ fn leftovers(needle: &str) -> Vec<String> {
     if let Ok(dir) = fs::read_dir("/sys/kernel/tracing/instances") {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("minfs-compare-") {
+            if name == format!("minfs-compare-{pid}") {
                 found.push(format!("tracefs instance {name}"));
             }
         }
@@ -92,7 +107,7 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    let out = compare(&[
+    let (out, pid) = compare(&[
         "--scale",
         "0.001",
         "--runs",
@@ -104,7 +119,7 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     ]);
     assert!(out.status.success(), "{}", text(&out));
 
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     let images: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(images.is_empty(), "image not removed: {images:?}");
@@ -181,27 +196,28 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/compare.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir_with_hddsim())
-        .args(["--device", "emulated", "--workloads", "seq-256k"])
-        .args([
-            "--targets",
-            "raw,ext4-defaults",
-            "--scale",
-            "0.001",
-            "--runs",
-            "1",
-        ])
-        .arg("--work")
-        .arg(&work)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .expect("bash runs");
+    let args = [
+        "--device",
+        "emulated",
+        "--workloads",
+        "seq-256k",
+        "--targets",
+        "raw,ext4-defaults",
+        "--scale",
+        "0.001",
+        "--runs",
+        "1",
+    ];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    args.extend([
+        "--work".as_ref(),
+        work.as_os_str(),
+        "--out".as_ref(),
+        out_dir.as_os_str(),
+    ]);
+    let (out, pid) = compare_with(&bin_dir_with_hddsim(), &args);
     assert!(out.status.success(), "{}", text(&out));
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(
@@ -269,7 +285,7 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
         out_dir.to_str().unwrap(),
     ];
 
-    let out = compare(&args);
+    let (out, _) = compare(&args);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(dev) && err.contains("ext4"), "{}", text(&out));
@@ -281,7 +297,7 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
     let m = Mount::new(lo.path()).unwrap();
     let mut destroy = args.to_vec();
     destroy.push("--destroy-data");
-    let out = compare(&destroy);
+    let (out, _) = compare(&destroy);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -297,11 +313,11 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
 /// Starts compare.sh in its own process group (as a shell starts a foreground job), waits
 /// until its first run has begun, sends `signal` — to the whole group with `group`, as Ctrl-C
 /// does, else to the script alone, as `kill PID` does — and returns its exit status, stderr
-/// and work directory's scratch (kept alive).
+/// and work directory's scratch (kept alive), and its process id.
 fn interrupt_compare(
     signal: &str,
     group: bool,
-) -> (std::process::ExitStatus, String, tempfile::TempDir) {
+) -> (std::process::ExitStatus, String, tempfile::TempDir, u32) {
     use std::os::unix::process::CommandExt;
     use std::time::{Duration, Instant};
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
@@ -359,19 +375,29 @@ fn interrupt_compare(
         .unwrap();
     assert!(sent.success(), "kill -{signal} {whom}");
     let status = child.wait().unwrap();
-    (status, fs::read_to_string(&log).unwrap(), scratch)
+    (
+        status,
+        fs::read_to_string(&log).unwrap(),
+        scratch,
+        child.id(),
+    )
 }
 
 /// Asserts what an interrupted compare.sh must leave: exit 130, its message, and no loop
 /// device, mount, tracefs instance or image of its own.
-fn assert_interrupted_and_clean(status: std::process::ExitStatus, stderr: &str, scratch: &Path) {
+fn assert_interrupted_and_clean(
+    status: std::process::ExitStatus,
+    stderr: &str,
+    scratch: &Path,
+    pid: u32,
+) {
     let work = scratch.join("work");
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(
         stderr.contains("compare.sh: interrupted; cleaned up"),
         "{stderr}"
     );
-    let left = leftovers(work.to_str().unwrap());
+    let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}\n{stderr}");
     let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(
@@ -384,14 +410,14 @@ fn assert_interrupted_and_clean(status: std::process::ExitStatus, stderr: &str, 
 fn compare_script_cleans_up_after_ctrl_c() {
     require_loop!();
     let _serial = one_at_a_time();
-    let (status, stderr, scratch) = interrupt_compare("INT", true);
-    assert_interrupted_and_clean(status, &stderr, scratch.path());
+    let (status, stderr, scratch, pid) = interrupt_compare("INT", true);
+    assert_interrupted_and_clean(status, &stderr, scratch.path(), pid);
 }
 
 #[test]
 fn compare_script_cleans_up_after_sigterm() {
     require_loop!();
     let _serial = one_at_a_time();
-    let (status, stderr, scratch) = interrupt_compare("TERM", false);
-    assert_interrupted_and_clean(status, &stderr, scratch.path());
+    let (status, stderr, scratch, pid) = interrupt_compare("TERM", false);
+    assert_interrupted_and_clean(status, &stderr, scratch.path(), pid);
 }
