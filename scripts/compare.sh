@@ -7,7 +7,14 @@
 # Default device: a loop device (--direct-io=on) over an image under --work, zero-filled and
 # synced once before the first run (so no target pays the host filesystem's allocation).
 # Writes DIR (--out) with compare.json, SETUP.md, runs/<workload>/<target>/run-<k>.{json,oplog}
-# (and .trace with --trace), then `minfs-bench report DIR` renders report.md and plots/.
+# (and .trace with --trace), then `minfs-bench report DIR` renders report.md and plots/, and
+# prints the report's verdict. Each run's line shows the time elapsed and an estimate of the
+# time left.
+#
+# How long: the default (6 workloads x 9 targets x 3 runs = 162 runs at scale 0.1, a
+# 4.6 GiB image, about 280 MB of results) took 18 min (1,091 s) on a 2-vCPU VM while other
+# jobs kept it loaded (load average 13.7 at its end), with the release binaries built; a first
+# build comes on top. Run time grows about in proportion to --scale and --runs.
 #
 # Options:
 #   --device DEV        use this block device instead of a loop device. Refused when it is
@@ -49,11 +56,14 @@
 #                       report reads run-K.oplog.gz as well); for committing results
 #   --bin-dir DIR       use the minfs, minfs-bench (and hddsim) binaries in DIR instead of
 #                       building release
-#   --out DIR           results directory (default results/<date>-<host>-<device>/)
+#   --out DIR           results directory (default results/local/<date>T<time>-<host>-<device>/,
+#                       which git ignores; write a run to commit with --out results/NAME).
+#                       Refused, before anything is built or made, when it exists and is not
+#                       empty
 #   -h, --help
 #
 # Exit codes: 0 all runs succeeded; 1 a run or step failed (the report marks it); 2 usage
-# error or a refused device; 130 interrupted. Mounts, loop devices and tracefs instances it
+# error, an --out that is not empty, or a refused device; 130 interrupted. Mounts, loop devices and tracefs instances it
 # made are removed on exit, error and Ctrl-C.
 set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
@@ -148,6 +158,21 @@ for w in "${workload_args[@]}"; do
 done
 
 uses_fs() { [[ " ${target_list[*]} " == *" $1"* ]]; }
+
+# ---------------------------------------------------------------- the results directory
+# Checked before anything is built, zero-filled or attached. The default goes under
+# results/local/ (ignored by git), so a run of the default command leaves the checkout clean;
+# a run to commit is written with an explicit --out results/NAME.
+if [ -n "$device" ]; then device_label=$(basename "$(readlink -f "$device")")
+elif [ -n "$emulated" ]; then device_label=emulated-$emulated
+else device_label=loop-$sector_size
+fi
+host=$(hostname -s 2>/dev/null || hostname)
+[ -n "$out" ] || out=$repo/results/local/$(date -u +%Y-%m-%dT%H%M%S)-$host-$device_label
+if [ -e "$out" ] && ! [ -d "$out" ]; then usage_error "--out $out exists and is not a directory"; fi
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
+  usage_error "--out $out already exists and is not empty (it may hold an earlier comparison); choose another --out"
+fi
 
 # ---------------------------------------------------------------- tools
 [ "$(id -u)" = 0 ] || usage_error "must run as root (loop devices, mkfs, mount)"
@@ -290,7 +315,6 @@ if [ -n "$device" ]; then
   dev_bytes=$(blockdev --getsize64 "$dev")
   [ "$dev_bytes" -ge "$need_bytes" ] \
     || die "$dev has $dev_bytes bytes; the workloads at scale $scale need about $need_bytes"
-  device_label=$(basename "$dev")
 else
   if [ -n "$image_size" ]; then img_bytes=$(size_bytes "$image_size"); else img_bytes=$need_bytes; fi
   min_bytes=$(( 320 << 20 )) # mkfs.xfs needs 300 MiB
@@ -317,10 +341,8 @@ else
     emu_cmd="hddsim emulate --profile $emulated --backing $image $emu_mnt"
     "$hddsim" emulate --profile "$emulated" --backing "$image" "$emu_mnt" >/dev/null
     loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $emu_mnt/disk"
-    device_label=emulated-$emulated
   else
     loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $image"
-    device_label=loop-$sector_size
   fi
   loop=$($loop_cmd)
   dev=$loop
@@ -329,10 +351,6 @@ fi
 devname=$(basename "$dev")
 queue=/sys/class/block/$devname/queue
 
-host=$(hostname -s 2>/dev/null || hostname)
-today=$(date -u +%Y-%m-%d)
-[ -n "$out" ] || out=$repo/results/$today-$host-$device_label
-if [ -e "$out/compare.json" ]; then die "$out already holds a comparison; choose another --out"; fi
 mkdir -p "$out/runs"
 out=$(cd "$out" && pwd)
 mnt=$(mktemp -d "/tmp/minfs-compare-mnt.$$.XXXXXX")
@@ -489,7 +507,48 @@ failures=0
 nt=${#target_list[@]}
 total=$(( runs * ${#workload_names[@]} * nt ))
 n=0
+
+# Progress: the time since the first run began, and an estimate of the time left. Each
+# remaining run is estimated by the mean time (preparation, run, replays) of its workload and
+# target so far, else of its workload on the other targets, else of all runs so far.
+declare -A cell_ms=() cell_n=()
+now_ms() { date +%s%3N; }
+human() { # milliseconds → "1h02m", "12m03s", "45s"
+  local s=$(( $1 / 1000 ))
+  if [ "$s" -ge 3600 ]; then printf '%dh%02dm' $((s / 3600)) $((s % 3600 / 60))
+  elif [ "$s" -ge 60 ]; then printf '%dm%02ds' $((s / 60)) $((s % 60))
+  else printf '%ds' "$s"
+  fi
+}
+# left_ms K WI J: the estimated time of the runs after run K's workload WI, target slot J.
+left_ms() {
+  local k=$1 wi=$2 j=$3 sum=0 all_ms=0 all_n=0 c w2 wi2 t2 left est wsum wn
+  for c in "${!cell_ms[@]}"; do all_ms=$((all_ms + cell_ms[$c])); all_n=$((all_n + cell_n[$c])); done
+  [ "$all_n" -gt 0 ] || { echo 0; return; }
+  for wi2 in "${!workload_names[@]}"; do
+    w2=${workload_names[$wi2]}
+    wsum=0 wn=0
+    for t2 in "${target_list[@]}"; do
+      [ -n "${cell_n[$w2/$t2]:-}" ] || continue
+      wsum=$((wsum + cell_ms[$w2/$t2])); wn=$((wn + cell_n[$w2/$t2]))
+    done
+    for ((j2 = 0; j2 < nt; j2++)); do
+      t2=${target_list[$(( (j2 + k - 1) % nt ))]}
+      left=$((runs - k))
+      if [ "$wi2" -gt "$wi" ] || { [ "$wi2" = "$wi" ] && [ "$j2" -gt "$j" ]; }; then left=$((left + 1)); fi
+      [ "$left" -gt 0 ] || continue
+      if [ -n "${cell_n[$w2/$t2]:-}" ]; then est=$((cell_ms[$w2/$t2] / cell_n[$w2/$t2]))
+      elif [ "$wn" -gt 0 ]; then est=$((wsum / wn))
+      else est=$((all_ms / all_n))
+      fi
+      sum=$((sum + left * est))
+    done
+  done
+  echo "$sum"
+}
+
 say "device $dev ($((dev_bytes >> 20)) MiB), results in $out"
+first_ms=$(now_ms)
 for ((k = 1; k <= runs; k++)); do
   for wi in "${!workload_names[@]}"; do
     w=${workload_names[$wi]}
@@ -499,6 +558,7 @@ for ((k = 1; k <= runs; k++)); do
     for ((j = 0; j < nt; j++)); do
       t=${target_list[$(( (j + k - 1) % nt ))]}
       n=$((n + 1))
+      iter_ms=$(now_ms)
       dir=$out/runs/$w/$t
       mkdir -p "$dir"
       base=$dir/run-$k
@@ -527,9 +587,9 @@ for ((k = 1; k <= runs; k++)); do
         failures=$((failures + 1))
         { echo "minfs-bench exited with $rc"; cat "$base.log"; } >"$base.error"
         rm -f "$base.json"
-        say "[$n/$total] run $k $w $t: FAILED (exit $rc), see $base.error"
+        result="FAILED (exit $rc), see $base.error"
       else
-        say "[$n/$total] run $k $w $t: ${secs}s"
+        result="${secs}s"
       fi
       rm -f "$base.log"
       if [ -n "$trace_inst" ]; then
@@ -546,6 +606,12 @@ for ((k = 1; k <= runs; k++)); do
         fi
       fi
       release "$t"
+      end_ms=$(now_ms)
+      cell_ms[$w/$t]=$(( ${cell_ms[$w/$t]:-0} + end_ms - iter_ms ))
+      cell_n[$w/$t]=$(( ${cell_n[$w/$t]:-0} + 1 ))
+      progress="elapsed $(human $((end_ms - first_ms)))"
+      [ "$n" = "$total" ] || progress+=", about $(human "$(left_ms "$k" "$wi" "$j")") left"
+      say "[$n/$total] run $k $w $t: $result ($progress)"
     done
   done
 done
@@ -689,4 +755,11 @@ if [ "$compress" = 1 ]; then
   find "$out/runs" -type f \( -name '*.oplog' -o -name '*.trace' \) -exec gzip -9 -n {} +
 fi
 say "done: $out/report.md ($failures failures)"
+if [ -f "$out/report.md" ]; then
+  # The report's verdict: per workload, the targets slower or faster than minfs beyond the
+  # run-to-run spread, measured on this device.
+  echo
+  echo "Verdict (measured on $dev; what is modelled and why it may differ: $out/report.md):"
+  awk '/^## Verdict$/ { on = 1; next } on && /^## / { on = 0 } on && /^- / { gsub(/\*\*/, ""); print }' "$out/report.md"
+fi
 [ "$failures" = 0 ] || exit 1
