@@ -473,6 +473,12 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
         "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
     );
     assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
+    // The verdict: raw, never run, has no ratio; xfs and btrfs ran once.
+    assert_eq!(
+        verdict_of(&md, "seq-256k"),
+        "- **seq-256k**: slower than minfs beyond the run-to-run spread: ext4 1.64×; not \
+         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×, raw, btrfs 2.00×."
+    );
 
     // Without minfs, the first target is the baseline and the text says so.
     let meta = json!({"targets": ["ext4", "xfs"]});

@@ -242,7 +242,10 @@ pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> Strin
         }
         let runs = source.reports(&cmp.cells[w][t]);
         let r = ratios[w][t];
-        let named = format!("{} {}×", md(target), format::ratio(r));
+        let named = match r {
+            Some(r) => format!("{} {}×", md(target), format::ratio(Some(r))),
+            None => md(target),
+        };
         match (standing(&runs, &base_runs), r) {
             (Standing::Slower, Some(r)) => slower.push((r, named)),
             (Standing::Faster, Some(r)) => faster.push((r, named)),
