@@ -29,6 +29,28 @@
 #                       replay of its trace against the emulation: about 1 when consistent)
 #                       and a summary (min, median, max, runs off by over 5%), and writes
 #                       them to emulation-check.md
+#   --whole-drive       with --device emulated: the emulated drive is the profile's whole
+#                       capacity (1,000,204,886,016 bytes for st1000dm003), backed by a sparse
+#                       image (`hddsim emulate --create-sparse`: zeros are stored as holes, so
+#                       it takes host space only for nonzero data); the loop device spans it and
+#                       every filesystem is made over all of it, as on the real drive. XFS is
+#                       made with `-s size=4096` (the 4096-byte physical sectors the real 512e
+#                       drive reports, which a loop device cannot); each run starts right after
+#                       its mount (caches dropped and the image punched back to holes before
+#                       the mkfs), so ext4's lazy inode-table init and XFS's mid-disk log act
+#                       as on the real drive. Refused unless --work's host has room for the
+#                       data the runs write (see --content)
+#   --content stream|zeros
+#                       what the lumps hold (`minfs-bench run --content`): `stream` (default),
+#                       each lump's own checkable bytes; `zeros`, for timing runs on a
+#                       --whole-drive (the model never looks at the bytes; the emulator stores
+#                       zeros as holes, so host space is needed only for metadata and the
+#                       Cannyls journal)
+#   --order runs|targets
+#                       `runs` (default): run by run, each workload, every target (the target
+#                       order rotated from run to run); `targets`: every run of every workload
+#                       of one target before the next target, so a comparison cut short holds
+#                       whole targets
 #   --destroy-data      allow --device to be a device that holds data
 #   --work DIR          where the default image lives (default /var/tmp/minfs-compare)
 #   --image-size SIZE   size of the default image (e.g. 8G; default: the largest capacity the
@@ -42,7 +64,9 @@
 #                       journal) minfs-512 (minfs at block size 512; 512-byte sectors only)
 #                       minfs-fuse (Cannyls' FileNvm on
 #                       a file of a FUSE-mounted minfs: `minfs mount`) (default: all of them;
-#                       minfs-fuse is left out with a note where /dev/fuse is missing)
+#                       minfs-fuse is left out with a note where /dev/fuse is missing).
+#                       TARGET@N runs TARGET at Cannyls block size N (512 or 4096), e.g.
+#                       ext4@4096, xfs@4096: a list can hold one filesystem at both sizes
 #   --scale F           multiply every workload count by F (default 0.1)
 #   --runs N            runs per workload and target; targets are interleaved run by run and
 #                       the report shows the median and min–max (default 3)
@@ -62,15 +86,20 @@
 #                       empty
 #   -h, --help
 #
+# mkfs.ext4, mkfs.xfs, minfs mkfs, wipefs and mount are retried for up to 30 s when the
+# device is momentarily busy (EBUSY: another process has it open for a moment).
+#
 # Exit codes: 0 all runs succeeded; 1 a run or step failed (the report marks it); 2 usage
-# error, an --out that is not empty, or a refused device; 130 interrupted. Mounts, loop devices and tracefs instances it
-# made are removed on exit, error and Ctrl-C.
+# error, an --out that is not empty, or a refused device; 130 interrupted. Mounts, loop
+# devices and tracefs instances it made are removed on exit, error and Ctrl-C.
 set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/emulator.sh
 source "$repo/scripts/lib/emulator.sh"
+# shellcheck source=lib/retry.sh
+source "$repo/scripts/lib/retry.sh"
 prog=compare.sh
 
 die() { echo "$prog: error: $*" >&2; exit 1; }
@@ -95,12 +124,18 @@ trace=auto
 bin_dir=""
 out=""
 compress=0
+whole_drive=0
+content=stream
+order=runs
 
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$1 needs a value"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) need_arg "$@"; device=$2; shift 2 ;;
     --destroy-data) destroy_data=1; shift ;;
+    --whole-drive) whole_drive=1; shift ;;
+    --content) need_arg "$@"; content=$2; shift 2 ;;
+    --order) need_arg "$@"; order=$2; shift 2 ;;
     --work) need_arg "$@"; work=$2; shift 2 ;;
     --image-size) need_arg "$@"; image_size=$2; shift 2 ;;
     --sector-size) need_arg "$@"; sector_size=$2; shift 2 ;;
@@ -130,18 +165,36 @@ done
   && awk -v s="$scale" 'BEGIN { exit !(s > 0) }' \
   || usage_error "--scale '$scale' is not a number greater than 0"
 [ -z "$seed" ] || [[ $seed =~ ^[0-9]+$ ]] || usage_error "--seed '$seed' is not a number"
+[ "$content" = stream ] || [ "$content" = zeros ] || usage_error "--content '$content' is not stream or zeros"
+[ "$order" = runs ] || [ "$order" = targets ] || usage_error "--order '$order' is not runs or targets"
 emulated=""
 case $device in
   emulated) emulated=st1000dm003; device="" ;;
   emulated:*) emulated=${device#emulated:}; device=""
     [[ $emulated =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "--device emulated:PROFILE: bad profile name '$emulated'" ;;
 esac
+if [ "$whole_drive" = 1 ]; then
+  [ -n "$emulated" ] || usage_error "--whole-drive needs --device emulated[:PROFILE]"
+  [ -z "$image_size" ] || usage_error "--whole-drive and --image-size exclude each other (the drive's capacity is the image's size)"
+  [ "$sector_size" = 512 ] || usage_error "--whole-drive: the drive's logical sectors are 512 bytes (--sector-size 4096 is not the modelled drive)"
+fi
 
 all_targets="minfs minfs-512 minfs-fuse ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
 IFS=, read -r -a target_list <<<"$targets"
 [ ${#target_list[@]} -gt 0 ] || usage_error "--targets is empty"
 for t in "${target_list[@]}"; do
-  [[ " $all_targets " == *" $t "* ]] || usage_error "unknown target '$t' (known: $all_targets)"
+  base=${t%%@*}
+  [[ " $all_targets " == *" $base "* ]] || usage_error "unknown target '$base' (known: $all_targets)"
+  if [[ $t == *@* ]]; then
+    [ "${t#*@}" = 512 ] || [ "${t#*@}" = 4096 ] \
+      || usage_error "target '$t': the block size after @ is 512 or 4096"
+    [ "$base" != minfs-512 ] || usage_error "target '$t': minfs-512 is minfs at 512; use minfs@N"
+  fi
+done
+seen=" "
+for t in "${target_list[@]}"; do
+  [[ $seen != *" $t "* ]] || usage_error "target '$t' is listed twice"
+  seen+="$t "
 done
 
 IFS=, read -r -a workload_args <<<"$workloads"
@@ -164,6 +217,7 @@ uses_fs() { [[ " ${target_list[*]} " == *" $1"* ]]; }
 # results/local/ (ignored by git), so a run of the default command leaves the checkout clean;
 # a run to commit is written with an explicit --out results/NAME.
 if [ -n "$device" ]; then device_label=$(basename "$(readlink -f "$device")")
+elif [ -n "$emulated" ] && [ "$whole_drive" = 1 ]; then device_label=emulated-$emulated-whole
 elif [ -n "$emulated" ]; then device_label=emulated-$emulated
 else device_label=loop-$sector_size
 fi
@@ -212,7 +266,7 @@ if [ -n "$emulated" ]; then
   "$hddsim" validate --profile "$emulated" >/dev/null \
     || usage_error "--device emulated:$emulated: hddsim has no such profile (see above)"
 fi
-if [[ " ${target_list[*]} " == *" minfs-fuse "* ]]; then
+if [[ " ${target_list[*]} " == *" minfs-fuse"* ]]; then
   why=""
   "$minfs" mount --help >/dev/null 2>&1 || why="this minfs has no 'mount' (built without the fuse feature)"
   [ -e /dev/fuse ] || why="/dev/fuse is missing (modprobe fuse)"
@@ -220,7 +274,7 @@ if [[ " ${target_list[*]} " == *" minfs-fuse "* ]]; then
     [ "$targets_given" = 1 ] && die "target minfs-fuse: $why"
     say "leaving out target minfs-fuse: $why"
     kept=()
-    for t in "${target_list[@]}"; do [ "$t" = minfs-fuse ] || kept+=("$t"); done
+    for t in "${target_list[@]}"; do [ "${t%%@*}" = minfs-fuse ] || kept+=("$t"); done
     target_list=("${kept[@]}")
   fi
 fi
@@ -249,7 +303,8 @@ cleanup() {
     echo 0 >"$trace_inst/events/block/block_rq_complete/enable"
     rmdir "$trace_inst" || say "could not remove tracefs instance $trace_inst"
   fi
-  [ "$tracefs_mounted" = 1 ] && umount /sys/kernel/tracing
+  if [ "$tracefs_mounted" = 1 ]; then umount "$tracefs" || umount -l "$tracefs"; fi
+  [ "$tracefs_mounted" = 1 ] && rmdir "$tracefs" 2>/dev/null
   [ -n "$loop" ] && losetup -d "$loop"
   if [ -n "$emu_mnt" ]; then
     stop_emulator "$hddsim" "$emu_mnt" || say "emulator was still busy; detached it lazily"
@@ -315,6 +370,35 @@ if [ -n "$device" ]; then
   dev_bytes=$(blockdev --getsize64 "$dev")
   [ "$dev_bytes" -ge "$need_bytes" ] \
     || die "$dev has $dev_bytes bytes; the workloads at scale $scale need about $need_bytes"
+elif [ "$whole_drive" = 1 ]; then
+  mkdir -p "$work"
+  work=$(cd "$work" && pwd)
+  image=$work/compare-$$.img
+  # Host space for what the runs write that is not zeros (the image is punched back to holes
+  # between runs, so one run's worth): with --content zeros, the Cannyls journal and the
+  # filesystems' metadata (estimated as 2% of the largest capacity plus 2 GiB); with the
+  # stream, the whole capacity too.
+  if [ "$content" = zeros ]; then
+    host_need=$(( max_capacity / 50 + (2 << 30) ))
+  else
+    host_need=$(( need_bytes + (2 << 30) ))
+  fi
+  avail=$(df -B1 --output=avail "$work" | tail -1)
+  if [ "$avail" -le "$host_need" ]; then
+    echo "$prog: refusing --whole-drive: $work has $avail bytes free; the runs need about $host_need bytes of it for the data they write (--content $content, scale $scale)" >&2
+    exit 2
+  fi
+  emu_mnt=$(mktemp -d "$work/emulator.XXXXXX")
+  emu_cmd="hddsim emulate --profile $emulated --backing $image --create-sparse $emu_mnt"
+  "$hddsim" emulate --profile "$emulated" --backing "$image" --create-sparse "$emu_mnt" >/dev/null
+  img_bytes=$(stat -c %s "$image")
+  [ "$img_bytes" -ge "$need_bytes" ] \
+    || die "the emulated drive has $img_bytes bytes; the workloads at scale $scale need about $need_bytes"
+  zero_cmd=""
+  loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $emu_mnt/disk"
+  loop=$($loop_cmd)
+  dev=$loop
+  dev_bytes=$img_bytes
 else
   if [ -n "$image_size" ]; then img_bytes=$(size_bytes "$image_size"); else img_bytes=$need_bytes; fi
   min_bytes=$(( 320 << 20 )) # mkfs.xfs needs 300 MiB
@@ -356,11 +440,19 @@ out=$(cd "$out" && pwd)
 mnt=$(mktemp -d "/tmp/minfs-compare-mnt.$$.XXXXXX")
 
 # ---------------------------------------------------------------- tracing
+# tracefs mounted on a directory of this run's own (unmounted on exit): a mount at
+# /sys/kernel/tracing may be unmounted by another program while this run uses it (an earlier
+# compare.sh did that when it had mounted it itself), which ended a long run. Every mount of
+# tracefs shows the same instances.
 tracefs=/sys/kernel/tracing
-if [ "$trace" != off ] && [ ! -d "$tracefs/instances" ] && [ -d "$tracefs" ] \
-  && grep -qw tracefs /proc/filesystems; then
-  # Not mounted (no debugfs automount either): mount it for this run, unmount on exit.
-  mount -t tracefs nodev "$tracefs" && tracefs_mounted=1
+if [ "$trace" != off ] && grep -qw tracefs /proc/filesystems; then
+  tracefs=$(mktemp -d "/tmp/minfs-compare-tracefs.$$.XXXXXX")
+  tracefs_mounted=1
+  if ! mount -t tracefs nodev "$tracefs"; then
+    rmdir "$tracefs"
+    tracefs_mounted=0
+    tracefs=/sys/kernel/tracing
+  fi
 fi
 if [ "$trace" = auto ]; then
   if [ -w "$tracefs/instances" ] && [ -d "$tracefs/events/block/block_rq_issue" ]; then trace=on; else trace=off; fi
@@ -371,7 +463,8 @@ if [ "$trace" = on ]; then
   mkdir "$trace_inst"
   echo 0 >"$trace_inst/tracing_on"
   echo mono >"$trace_inst/trace_clock"
-  echo 65536 >"$trace_inst/buffer_size_kb"
+  # Per CPU; a whole drive's full-scale runs (and ext4's lazy init) make more requests.
+  if [ "$whole_drive" = 1 ]; then echo 262144 >"$trace_inst/buffer_size_kb"; else echo 65536 >"$trace_inst/buffer_size_kb"; fi
   read -r maj min < <(stat -L -c '%t %T' "$dev")
   devnum=$(( (16#$maj << 20) | 16#$min ))
   for ev in block_rq_issue block_rq_complete; do
@@ -381,7 +474,7 @@ if [ "$trace" = on ]; then
 fi
 hdd_profiles=()
 if [ "$trace" = on ] && "$bench" hdd-replay --help >/dev/null 2>&1; then
-  hdd_profiles=(st1000dm003 st1000dm003-4kn)
+  hdd_profiles=(st1000dm003 st1000dm003-merge st1000dm003-4kn)
   if [ -n "$emulated" ] && [[ " ${hdd_profiles[*]} " != *" $emulated "* ]]; then
     hdd_profiles+=("$emulated")
   fi
@@ -397,7 +490,9 @@ json_list() { local first=1; printf '['; for x in "$@"; do [ $first = 1 ] || pri
   printf '  "scale": %s,\n' "$scale"
   printf '  "seed": %s,\n' "${seed:-null}"
   printf '  "block_size": %s,\n' "${block_size:-null}"
-  if [ -n "$emulated" ]; then
+  if [ "$whole_drive" = 1 ]; then
+    printf '  "device": "%s (loop device, direct I/O, over hddsim emulate --profile %s: the whole %d-byte drive, backed by a sparse image)",\n' "$device_label" "$emulated" "$dev_bytes"
+  elif [ -n "$emulated" ]; then
     printf '  "device": "%s (loop device, direct I/O, over hddsim emulate --profile %s backed by a %d MiB zero-filled image)",\n' "$device_label" "$emulated" $((dev_bytes >> 20))
   elif [ -n "$image" ]; then
     printf '  "device": "%s (loop device, direct I/O, over a %d MiB zero-filled image)",\n' "$device_label" $((dev_bytes >> 20))
@@ -405,6 +500,8 @@ json_list() { local first=1; printf '['; for x in "$@"; do [ $first = 1 ] || pri
     printf '  "device": "%s",\n' "$device_label"
   fi
   printf '  "sector_size": %s,\n' "$(cat "$queue/logical_block_size")"
+  printf '  "content": "%s",\n' "$content"
+  printf '  "order": "%s",\n' "$order"
   printf '  "trace": %s,\n' "$([ "$trace" = on ] && echo true || echo false)"
   printf '  "profiles": %s\n' "$(json_list "${hdd_profiles[@]}")"
   printf '}\n'
@@ -428,22 +525,27 @@ ext4_mkfs=(mkfs.ext4 -F -q -O ^has_journal -E lazy_itable_init=0,lazy_journal_in
 # inode tables in the background after mount), without the journal.
 ext4_defaults_mkfs=(mkfs.ext4 -F -q -O ^has_journal)
 xfs_mkfs=(mkfs.xfs -f -q -K)
+# On the whole emulated drive: the 4096-byte sectors mkfs.xfs takes on the real 512e drive
+# (from its physical sector size, which a loop device over a file reports as 512), so its log
+# writes are whole physical sectors as there.
+[ "$whole_drive" = 1 ] && xfs_mkfs+=(-s size=4096)
 
 # prepare TARGET: make the device ready for TARGET; sets backend and target_bs.
 prepare() {
   local t=$1
   target_bs=$block_size
-  case $t in
+  [[ $t == *@* ]] && target_bs=${t#*@}
+  case ${t%%@*} in
     minfs|minfs-512)
       [ "$t" = minfs-512 ] && target_bs=512
       record "$t" "$minfs" mkfs -f -L compare "$dev"
-      "$minfs" mkfs -f -L compare "$dev" >/dev/null
+      retry_busy "$minfs" mkfs -f -L compare "$dev" >/dev/null
       [ -n "${fs_info[minfs]:-}" ] || fs_info[minfs]=$("$minfs" info "$dev")
       backend="minfs:$dev"
       ;;
     minfs-fuse)
       record "$t" "$minfs" mkfs -f -L compare "$dev"
-      "$minfs" mkfs -f -L compare "$dev" >/dev/null
+      retry_busy "$minfs" mkfs -f -L compare "$dev" >/dev/null
       record "$t" "$minfs" mount "$dev" "$mnt"
       "$minfs" mount "$dev" "$mnt" >/dev/null
       fuse_mounted=1
@@ -455,31 +557,31 @@ prepare() {
       ;;
     ext4|ext4-prealloc)
       record "$t" "${ext4_mkfs[@]}" "$dev"
-      "${ext4_mkfs[@]}" "$dev" >/dev/null
+      retry_busy "${ext4_mkfs[@]}" "$dev" >/dev/null
       record "$t" mount "$dev" "$mnt"
-      mount "$dev" "$mnt"
+      retry_busy mount "$dev" "$mnt"
       [ -n "${fs_info[ext4]:-}" ] || fs_info[ext4]=$(tune2fs -l "$dev")
-      if [ "$t" = ext4 ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
+      if [ "${t%%@*}" = ext4 ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
       ;;
     ext4-defaults)
       record "$t" "${ext4_defaults_mkfs[@]}" "$dev"
-      "${ext4_defaults_mkfs[@]}" "$dev" >/dev/null
+      retry_busy "${ext4_defaults_mkfs[@]}" "$dev" >/dev/null
       record "$t" mount "$dev" "$mnt"
-      mount "$dev" "$mnt"
+      retry_busy mount "$dev" "$mnt"
       [ -n "${fs_info[ext4-defaults]:-}" ] || fs_info[ext4-defaults]=$(tune2fs -l "$dev")
       backend="file:$mnt/cannyls.lusf"
       ;;
     xfs|xfs-prealloc)
       record "$t" "${xfs_mkfs[@]}" "$dev"
-      "${xfs_mkfs[@]}" "$dev" >/dev/null
+      retry_busy "${xfs_mkfs[@]}" "$dev" >/dev/null
       record "$t" mount "$dev" "$mnt"
-      mount "$dev" "$mnt"
+      retry_busy mount "$dev" "$mnt"
       [ -n "${fs_info[xfs]:-}" ] || fs_info[xfs]=$(xfs_info "$mnt")
-      if [ "$t" = xfs ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
+      if [ "${t%%@*}" = xfs ]; then backend="file:$mnt/cannyls.lusf"; else backend="file-prealloc:$mnt/cannyls.lusf"; fi
       ;;
     raw)
       record "$t" wipefs -a -q "$dev"
-      wipefs -a -q "$dev"
+      retry_busy wipefs -a -q "$dev"
       backend="raw:$dev"
       ;;
   esac
@@ -487,7 +589,7 @@ prepare() {
 
 # release TARGET: unmount what prepare mounted.
 release() {
-  case $1 in
+  case ${1%%@*} in
     minfs-fuse)
       "$minfs" umount "$mnt" >/dev/null; fuse_mounted=0
       record "$1" "$minfs" umount "$mnt" ;;
@@ -500,6 +602,14 @@ release() {
 drop_caches() {
   sync
   [ -w /proc/sys/vm/drop_caches ] && echo 3 >/proc/sys/vm/drop_caches || true
+}
+
+# reset_drive: on the whole drive, the backing image back to holes (all zeros) before a
+# target is made: a flush of the emulator's drive first (`sync FILE` fsyncs it: the emulator
+# writes out what it still holds, and the modelled cache is drained), then one punch.
+reset_drive() {
+  sync "$emu_mnt/disk"
+  fallocate --punch-hole --offset 0 --length "$dev_bytes" "$image"
 }
 
 # ---------------------------------------------------------------- the runs
@@ -520,100 +630,122 @@ human() { # milliseconds → "1h02m", "12m03s", "45s"
   else printf '%ds' "$s"
   fi
 }
-# left_ms K WI J: the estimated time of the runs after run K's workload WI, target slot J.
+# left_ms DONE: the estimated time of the runs of the plan (below) after the first DONE.
 left_ms() {
-  local k=$1 wi=$2 j=$3 sum=0 all_ms=0 all_n=0 c w2 wi2 t2 left est wsum wn
+  local done=$1 sum=0 all_ms=0 all_n=0 c i step wi t w wsum wn t2 est
+  local -A wmean=()
   for c in "${!cell_ms[@]}"; do all_ms=$((all_ms + cell_ms[$c])); all_n=$((all_n + cell_n[$c])); done
   [ "$all_n" -gt 0 ] || { echo 0; return; }
-  for wi2 in "${!workload_names[@]}"; do
-    w2=${workload_names[$wi2]}
+  for w in "${workload_names[@]}"; do
     wsum=0 wn=0
     for t2 in "${target_list[@]}"; do
-      [ -n "${cell_n[$w2/$t2]:-}" ] || continue
-      wsum=$((wsum + cell_ms[$w2/$t2])); wn=$((wn + cell_n[$w2/$t2]))
+      [ -n "${cell_n[$w/$t2]:-}" ] || continue
+      wsum=$((wsum + cell_ms[$w/$t2])); wn=$((wn + cell_n[$w/$t2]))
     done
-    for ((j2 = 0; j2 < nt; j2++)); do
-      t2=${target_list[$(( (j2 + k - 1) % nt ))]}
-      left=$((runs - k))
-      if [ "$wi2" -gt "$wi" ] || { [ "$wi2" = "$wi" ] && [ "$j2" -gt "$j" ]; }; then left=$((left + 1)); fi
-      [ "$left" -gt 0 ] || continue
-      if [ -n "${cell_n[$w2/$t2]:-}" ]; then est=$((cell_ms[$w2/$t2] / cell_n[$w2/$t2]))
-      elif [ "$wn" -gt 0 ]; then est=$((wsum / wn))
-      else est=$((all_ms / all_n))
-      fi
-      sum=$((sum + left * est))
-    done
+    [ "$wn" = 0 ] || wmean[$w]=$((wsum / wn))
+  done
+  for ((i = done; i < ${#plan[@]}; i++)); do
+    step=${plan[$i]#* }  # "WI TARGET"
+    wi=${step%% *} t=${step#* }
+    w=${workload_names[$wi]}
+    if [ -n "${cell_n[$w/$t]:-}" ]; then est=$((cell_ms[$w/$t] / cell_n[$w/$t]))
+    elif [ -n "${wmean[$w]:-}" ]; then est=${wmean[$w]}
+    else est=$((all_ms / all_n))
+    fi
+    sum=$((sum + est))
   done
   echo "$sum"
 }
 
 say "device $dev ($((dev_bytes >> 20)) MiB), results in $out"
-first_ms=$(now_ms)
-for ((k = 1; k <= runs; k++)); do
-  for wi in "${!workload_names[@]}"; do
-    w=${workload_names[$wi]}
-    wf=${workload_files[$wi]}
-    cur_capacity=${capacities[$wi]}
-    # Rotate the target order from run to run so no target always goes first.
-    for ((j = 0; j < nt; j++)); do
-      t=${target_list[$(( (j + k - 1) % nt ))]}
-      n=$((n + 1))
-      iter_ms=$(now_ms)
-      dir=$out/runs/$w/$t
-      mkdir -p "$dir"
-      base=$dir/run-$k
-      rm -f "$base".*
-      prepare "$t"
-      drop_caches
-      bs_args=()
-      [ -n "$target_bs" ] && bs_args=(--block-size "$target_bs")
-      run_args=(run --workload "$wf" --scale "$scale" "${seed_args[@]}" --backend "$backend"
-        "${bs_args[@]}" --json "$base.json" --op-log "$base.oplog" --no-progress)
-      [ "$t" = raw ] && run_args+=(--force)
-      rel_wf=${wf#"$repo"/}
-      record "$t" minfs-bench run --workload bencher-workloads/workloads/W.wl --scale "$scale" \
-        "${seed_args[@]}" --backend "$backend" "${bs_args[@]}" \
-        --json OUT/runs/W/$t/run-K.json --op-log OUT/runs/W/$t/run-K.oplog --no-progress \
-        $([ "$t" = raw ] && echo --force)
-      [ -n "$trace_inst" ] && { echo >"$trace_inst/trace"; echo 1 >"$trace_inst/tracing_on"; }
-      start=$(date +%s.%N)
-      set +e
-      "$bench" "${run_args[@]}" >"$base.log" 2>&1
-      rc=$?
-      set -e
-      [ -n "$trace_inst" ] && echo 0 >"$trace_inst/tracing_on"
-      secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-      if [ "$rc" != 0 ]; then
-        failures=$((failures + 1))
-        { echo "minfs-bench exited with $rc"; cat "$base.log"; } >"$base.error"
-        rm -f "$base.json"
-        result="FAILED (exit $rc), see $base.error"
-      else
-        result="${secs}s"
-      fi
-      rm -f "$base.log"
-      if [ -n "$trace_inst" ]; then
-        grep -v '^#' "$trace_inst/trace" >"$base.trace" || true
-        overrun=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$trace_inst"/per_cpu/cpu*/stats)
-        [ "$overrun" = 0 ] || echo "tracefs lost $overrun events (buffer overrun)" >"$base.trace-warning"
-        if [ "$rc" = 0 ]; then
-          for p in "${hdd_profiles[@]}"; do
-            "$bench" hdd-replay --profile "$p" --run "$base.json" --json "$base.model-$p.json" \
-              "$base.trace" "$base.oplog" >/dev/null 2>"$base.model-$p.error" \
-              && rm -f "$base.model-$p.error" \
-              || { failures=$((failures + 1)); say "hdd-replay $p failed for $base"; }
-          done
-        fi
-      fi
-      release "$t"
-      end_ms=$(now_ms)
-      cell_ms[$w/$t]=$(( ${cell_ms[$w/$t]:-0} + end_ms - iter_ms ))
-      cell_n[$w/$t]=$(( ${cell_n[$w/$t]:-0} + 1 ))
-      progress="elapsed $(human $((end_ms - first_ms)))"
-      [ "$n" = "$total" ] || progress+=", about $(human "$(left_ms "$k" "$wi" "$j")") left"
-      say "[$n/$total] run $k $w $t: $result ($progress)"
+# The runs in order: (run, workload index, target).
+plan=()
+if [ "$order" = targets ]; then
+  for t in "${target_list[@]}"; do
+    for wi in "${!workload_names[@]}"; do
+      for ((k = 1; k <= runs; k++)); do plan+=("$k $wi $t"); done
     done
   done
+else
+  for ((k = 1; k <= runs; k++)); do
+    for wi in "${!workload_names[@]}"; do
+      # Rotate the target order from run to run so no target always goes first.
+      for ((j = 0; j < nt; j++)); do plan+=("$k $wi ${target_list[$(( (j + k - 1) % nt ))]}"); done
+    done
+  done
+fi
+first_ms=$(now_ms)
+for step in "${plan[@]}"; do
+  read -r k wi t <<<"$step"
+  w=${workload_names[$wi]}
+  wf=${workload_files[$wi]}
+  cur_capacity=${capacities[$wi]}
+  n=$((n + 1))
+  iter_ms=$(now_ms)
+  dir=$out/runs/$w/$t
+  mkdir -p "$dir"
+  base=$dir/run-$k
+  rm -f "$base".*
+  if [ "$whole_drive" = 1 ]; then
+    # As a deployment: the run starts right after the filesystem is made and mounted.
+    reset_drive
+    record "$t" sync EMULATOR/disk "&&" fallocate --punch-hole --offset 0 --length "$dev_bytes" IMAGE
+    drop_caches
+    record "$t" sync "&&" echo 3 ">" /proc/sys/vm/drop_caches
+    prepare "$t"
+  else
+    prepare "$t"
+    drop_caches
+  fi
+  bs_args=()
+  [ -n "$target_bs" ] && bs_args=(--block-size "$target_bs")
+  run_args=(run --workload "$wf" --scale "$scale" "${seed_args[@]}" --backend "$backend"
+    "${bs_args[@]}" --content "$content" --json "$base.json" --op-log "$base.oplog" --no-progress)
+  [ "${t%%@*}" = raw ] && run_args+=(--force)
+  rel_wf=${wf#"$repo"/}
+  record "$t" minfs-bench run --workload bencher-workloads/workloads/W.wl --scale "$scale" \
+    "${seed_args[@]}" --backend "$backend" "${bs_args[@]}" --content "$content" \
+    --json OUT/runs/W/$t/run-K.json --op-log OUT/runs/W/$t/run-K.oplog --no-progress \
+    $([ "${t%%@*}" = raw ] && echo --force)
+  [ -n "$trace_inst" ] && { echo >"$trace_inst/trace"; echo 1 >"$trace_inst/tracing_on"; }
+  start=$(date +%s.%N)
+  set +e
+  "$bench" "${run_args[@]}" >"$base.log" 2>&1
+  rc=$?
+  set -e
+  [ -n "$trace_inst" ] && echo 0 >"$trace_inst/tracing_on"
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if [ "$rc" != 0 ]; then
+    failures=$((failures + 1))
+    { echo "minfs-bench exited with $rc"; cat "$base.log"; } >"$base.error"
+    rm -f "$base.json"
+    result="FAILED (exit $rc), see $base.error"
+  else
+    result="${secs}s"
+  fi
+  rm -f "$base.log"
+  if [ -n "$trace_inst" ]; then
+    grep -v '^#' "$trace_inst/trace" >"$base.trace" || true
+    overrun=$(awk '/^overrun:/ { s += $2 } END { print s + 0 }' "$trace_inst"/per_cpu/cpu*/stats)
+    [ "$overrun" = 0 ] || echo "tracefs lost $overrun events (buffer overrun)" >"$base.trace-warning"
+    if [ "$rc" = 0 ]; then
+      for p in "${hdd_profiles[@]}"; do
+        "$bench" hdd-replay --profile "$p" --run "$base.json" --json "$base.model-$p.json" \
+          "$base.trace" "$base.oplog" >/dev/null 2>"$base.model-$p.error" \
+          && rm -f "$base.model-$p.error" \
+          || { failures=$((failures + 1)); say "hdd-replay $p failed for $base"; }
+      done
+    fi
+  fi
+  release "$t"
+  # Kept after every run, so that a comparison cut short still has them.
+  [ -z "$emulated" ] || cp "$emu_mnt/stats.json" "$out/emulator-stats.json"
+  end_ms=$(now_ms)
+  cell_ms[$w/$t]=$(( ${cell_ms[$w/$t]:-0} + end_ms - iter_ms ))
+  cell_n[$w/$t]=$(( ${cell_n[$w/$t]:-0} + 1 ))
+  progress="elapsed $(human $((end_ms - first_ms)))"
+  [ "$n" = "$total" ] || progress+=", about $(human "$(left_ms "$n")") left"
+  say "[$n/$total] run $k $w $t: $result ($progress)"
 done
 
 # ---------------------------------------------------------------- SETUP.md
@@ -630,7 +762,11 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| kernel | $(uname -srvm) |"
   echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | sed -n 1p), $(nproc) online CPUs |"
   echo "| RAM | $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |"
-  if [ -n "$emulated" ]; then
+  if [ "$whole_drive" = 1 ]; then
+    echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over the file of an emulated drive of the profile's whole capacity, $dev_bytes bytes: \`$emu_cmd\` ($("$hddsim" --version)), profile \`$emulated\` ($("$hddsim" validate --profile "$emulated" | sed -n '1s/^hddsim validate: //p' | sed 's/|/\\|/g')), backed by a sparse image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' ') (zeros are stored as holes). Before each target is made the drive is flushed and the image punched back to holes (\`sync $emu_mnt/disk; fallocate --punch-hole --offset 0 --length $dev_bytes IMAGE\`), caches are dropped, and the run starts right after the mkfs and mount, as in a deployment: ext4's lazy inode-table init (ext4-defaults) and XFS's log in the middle of the drive act as on the real drive. Replies wait for the modelled completion; the emulator's statistics at the end: \`emulator-stats.json\` |"
+    echo "| XFS sector size | \`mkfs.xfs -s size=4096\`: the real ST1000DM003 reports 4096-byte physical sectors (512e), from which mkfs.xfs takes a 4096-byte sector size (its log writes are then whole physical sectors); a loop device over a file reports 512-byte physical sectors, so it is given explicitly |"
+    echo "| loop direct I/O | $(sysval "/sys/class/block/$devname/loop/dio") |"
+  elif [ -n "$emulated" ]; then
     echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over the file of an emulated drive: \`$emu_cmd\` ($("$hddsim" --version)), profile \`$emulated\` ($("$hddsim" validate --profile "$emulated" | sed -n '1s/^hddsim validate: //p' | sed 's/|/\\|/g')), backed by a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' '), zero-filled and synced before the first run: \`$zero_cmd\`. Replies wait for the modelled completion; the emulator's statistics at the end: \`emulator-stats.json\` |"
     echo "| loop direct I/O | $(sysval "/sys/class/block/$devname/loop/dio") |"
   elif [ -n "$image" ]; then
@@ -656,11 +792,20 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   seed_text="each workload file's own \`Seed:\` (0 where it has none)"
   [ -z "$seed" ] || seed_text=$seed
   echo "| seed | $seed_text |"
-  echo "| runs | $runs per workload and target; targets interleaved run by run, the order rotated each run; caches dropped (\`sync; echo 3 > /proc/sys/vm/drop_caches\`) before each run |"
+  if [ "$order" = targets ]; then
+    echo "| runs | $runs per workload and target; target by target (\`--order targets\`: every workload of one target before the next); caches dropped (\`sync; echo 3 > /proc/sys/vm/drop_caches\`) before each run |"
+  else
+    echo "| runs | $runs per workload and target; targets interleaved run by run, the order rotated each run; caches dropped (\`sync; echo 3 > /proc/sys/vm/drop_caches\`) before each run |"
+  fi
+  if [ "$content" = zeros ]; then
+    echo "| lump content | zeros (\`--content zeros\`: the model never looks at the bytes; the emulator stores zeros as holes) |"
+  else
+    echo "| lump content | each lump's deterministic stream (\`--content stream\`) |"
+  fi
   if [ -n "$block_size" ]; then
     echo "| Cannyls block size | $block_size (minfs-512: 512) |"
   else
-    echo "| Cannyls block size | each target's default: minfs 4096 (MinfsNvm's), minfs-512 512, the FileNvm targets 512 (each run's JSON records its block_size) |"
+    echo "| Cannyls block size | each target's default: minfs 4096 (MinfsNvm's), minfs-512 512, the FileNvm targets 512; TARGET@N at N (each run's JSON records its block_size) |"
   fi
   echo "| capacity | minfs-bench's default per workload and block size (1.5 × peak live data + journal; a target at 4096 gets more than one at 512 where lumps round up); largest $((max_capacity >> 20)) MiB |"
   echo "| block trace | $trace$([ "$trace" = on ] && echo " (tracefs instance, trace_clock mono, block_rq_issue/complete filtered to dev $devnum)") |"

@@ -7,17 +7,22 @@
 #   3. minfs io_errors      a read/write/flush failing once or for good at every operation
 #   4. minfs malformed_bitflips, bencher-workloads bad_input   malformed metadata and input
 #   5. minfs cli_bad_input  the CLI on bad input
+#   6. powercut             power cuts of the whole stack on the emulated drive, every target
+#                           (scripts/powercut.sh: minfs, minfs-512, ext4, ext4-journal, xfs, raw,
+#                           raw-4096; crash states from the drive's write log; needs root,
+#                           loop devices and /dev/fuse, skipped with the reason otherwise)
 # (4 and 5 run when their test files exist.) Each suite prints its counts lines, one per mode
 # ("crash points: N, ..., panics: 0"); a summary of them all ends the output, and the script
 # exits non-zero when any suite fails.
 #
-# Usage: scripts/reliability.sh [--crash-seeds N] [--release]
+# Usage: scripts/reliability.sh [--crash-seeds N] [--release] [--no-powercut]
 #   --crash-seeds N  random crash images of suite 1 (suite 2 takes a quarter as many);
 #                    default 4000 (CI, through scripts/test.sh, runs each suite's own
 #                    default: 8000 for suite 1, 4000 for suite 2). Nightly: --crash-seeds
 #                    100000. The checks that a suite did not pass vacuously (e.g. that 512e
 #                    media ruined data) hold at any N, 0 included.
 #   --release        build optimized (faster for large counts).
+#   --no-powercut    leave out suite 6 (it takes about an hour on a shared 2-CPU machine).
 #
 # CI does not call this script: scripts/test.sh runs every suite once inside
 # `cargo test --workspace` at the default counts and prints the counts lines the suites leave
@@ -27,6 +32,7 @@ cd "$(dirname "$0")/.."
 
 seeds=4000
 profile=()
+powercut=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --crash-seeds)
@@ -36,7 +42,8 @@ while [ $# -gt 0 ]; do
       ;;
     --crash-seeds=*) seeds=${1#*=}; shift ;;
     --release) profile=(--release); shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --no-powercut) powercut=0; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "reliability.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -88,6 +95,28 @@ for entry in "${suites[@]}"; do
     done <<<"$counts"
   fi
 done
+
+if [ "$powercut" = 1 ]; then
+  why=""
+  [ "$(id -u)" = 0 ] || why="not root"
+  [ -e /dev/fuse ] || why="${why:+$why, }/dev/fuse is missing"
+  if [ -n "$why" ]; then
+    summary+=("powercut: skipped ($why)")
+  else
+    echo "=== powercut (scripts/powercut.sh, the full matrix) ==="
+    start=$(date +%s)
+    status=ok
+    scripts/powercut.sh --out "$logdir/powercut" 2>&1 | tee "$logdir/powercut.log" || { status=FAILED; failed=1; }
+    secs=$(( $(date +%s) - start ))
+    if [ -f "$logdir/powercut/SUMMARY.md" ]; then
+      while IFS= read -r line; do
+        summary+=("powercut [$status, ${secs}s]: $line")
+      done < <(grep '^| [a-z]' "$logdir/powercut/SUMMARY.md" | grep -v '^| workload')
+    else
+      summary+=("powercut [$status, ${secs}s]: no SUMMARY.md written")
+    fi
+  fi
+fi
 
 echo
 echo "=== reliability summary (MINFS_CRASH_SEEDS=$seeds) ==="

@@ -2,7 +2,10 @@
 # Re-models a committed comparison directory with the current HDD model: for every run that has
 # a trace, `minfs-bench hdd-replay` over its (possibly compressed) trace and op-log for each
 # profile of compare.json, rewriting run-K.model-<profile>.json; then `minfs-bench report DIR`
-# re-renders report.md and the plots. The measured files are not touched.
+# re-renders report.md and the plots. The measured files are not touched. Where compare.json
+# names st1000dm003, st1000dm003-merge (the same drive with the model's first-revision
+# write-hit rules) is modelled too, so the report shows both rule sets; REMODEL_PROFILES
+# (space-separated) replaces the list.
 #
 #   scripts/remodel.sh results/2026-11-22-vm-loop-512
 #
@@ -17,7 +20,12 @@ dir=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p bencher-workloads
 bench=$root/target/release/minfs-bench
-profiles=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1])).get("profiles", [])))' "$dir/compare.json")
+profiles=${REMODEL_PROFILES:-$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1])).get("profiles", [])
+if "st1000dm003" in p and "st1000dm003-merge" not in p:
+    p.insert(p.index("st1000dm003") + 1, "st1000dm003-merge")
+print(" ".join(p))' "$dir/compare.json")}
 failures=0
 for json in "$dir"/runs/*/*/run-*.json; do
   case $json in *.model-*.json) continue ;; esac

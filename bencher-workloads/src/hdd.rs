@@ -134,6 +134,7 @@ pub fn model_run(inp: &Inputs<'_>) -> Result<ModelOutput, InputError> {
             scale: 1.0,
             sync_every: None,
             verify: false,
+            content: Default::default(),
         },
     };
     let outcome = Outcome {

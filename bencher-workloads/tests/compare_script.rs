@@ -36,14 +36,10 @@ fn bin_dir() -> PathBuf {
     testutil::bin_dir_with(env!("CARGO_BIN_EXE_minfs-bench"), &[("minfs", "minfs")])
 }
 
-/// Runs compare.sh with `args`; returns its output and process id (the `$$` in the names of
-/// the mount point and tracefs instance it makes).
-fn compare_with(bin_dir: &Path, args: &[&std::ffi::OsStr]) -> (Output, u32) {
-    let child = Command::new("bash")
-        .arg(repo().join("scripts/compare.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir)
-        .args(args)
+/// Runs `cmd` to its end; its output and process id (compare.sh's `$$`, which names the
+/// mount point, tracefs mount and tracefs instance it makes).
+fn output_and_pid(cmd: &mut Command) -> (Output, u32) {
+    let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -53,21 +49,27 @@ fn compare_with(bin_dir: &Path, args: &[&std::ffi::OsStr]) -> (Output, u32) {
 }
 
 fn compare(args: &[&str]) -> (Output, u32) {
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
-    compare_with(&bin_dir(), &args)
+    output_and_pid(
+        Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .arg("--bin-dir")
+            .arg(bin_dir())
+            .args(args),
+    )
 }
 
 /// What the compare.sh run of process `pid` left: lines of `losetup -a` and `findmnt` that
-/// mention `needle` (its work directory) or its mount point (`/tmp/minfs-compare-mnt.PID.*`),
-/// and its tracefs instance (`minfs-compare-PID`). Only its own: another comparison may be
-/// running on the machine.
+/// mention `needle` (its work directory) or its own mount points
+/// (`/tmp/minfs-compare-{mnt,tracefs}.PID.*`), and its tracefs instance
+/// (`minfs-compare-PID`). Only its own: another comparison may be running on the machine.
 fn leftovers(needle: &str, pid: u32) -> Vec<String> {
     let mut found = Vec::new();
     let mnt = format!("minfs-compare-mnt.{pid}.");
+    let tracefs = format!("minfs-compare-tracefs.{pid}.");
     for cmd in [vec!["losetup", "-a"], vec!["findmnt", "-rn"]] {
         let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if line.contains(needle) || line.contains(&mnt) {
+            if line.contains(needle) || line.contains(&mnt) || line.contains(&tracefs) {
                 found.push(line.to_string());
             }
         }
@@ -222,26 +224,25 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    let args = [
-        "--device",
-        "emulated",
-        "--workloads",
-        "seq-256k",
-        "--targets",
-        "raw,ext4-defaults",
-        "--scale",
-        "0.001",
-        "--runs",
-        "1",
-    ];
-    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
-    args.extend([
-        "--work".as_ref(),
-        work.as_os_str(),
-        "--out".as_ref(),
-        out_dir.as_os_str(),
-    ]);
-    let (out, pid) = compare_with(&bin_dir_with_hddsim(), &args);
+    let (out, pid) = output_and_pid(
+        Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .arg("--bin-dir")
+            .arg(bin_dir_with_hddsim())
+            .args(["--device", "emulated", "--workloads", "seq-256k"])
+            .args([
+                "--targets",
+                "raw,ext4-defaults",
+                "--scale",
+                "0.001",
+                "--runs",
+                "1",
+            ])
+            .arg("--work")
+            .arg(&work)
+            .arg("--out")
+            .arg(&out_dir),
+    );
     assert!(out.status.success(), "{}", text(&out));
     let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
@@ -281,6 +282,11 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
                 && check.contains(" outside 0.95–1.05"),
             "{check}"
         );
+        // Every run modelled under both write-hit rule sets and the 4Kn variant.
+        for p in ["st1000dm003", "st1000dm003-merge", "st1000dm003-4kn"] {
+            let model = out_dir.join(format!("runs/seq-256k/raw/run-1.model-{p}.json"));
+            assert!(model.is_file(), "{} missing", model.display());
+        }
     }
 }
 
@@ -339,7 +345,7 @@ fn compare_script_refuses_a_device_with_a_filesystem_or_mounted() {
 /// Starts compare.sh in its own process group (as a shell starts a foreground job), waits
 /// until its first run has begun, sends `signal` — to the whole group with `group`, as Ctrl-C
 /// does, else to the script alone, as `kill PID` does — and returns its exit status, stderr
-/// and work directory's scratch (kept alive), and its process id.
+/// and work directory's scratch (kept alive).
 fn interrupt_compare(
     signal: &str,
     group: bool,
@@ -393,7 +399,9 @@ fn interrupt_compare(
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let pid = child.id().to_string();
+    // `env` execs bash: the same process, compare.sh's `$$`.
+    let own = child.id();
+    let pid = own.to_string();
     let whom = if group { format!("-{pid}") } else { pid };
     let sent = Command::new("kill")
         .args([&format!("-{signal}"), "--", &whom])
@@ -401,12 +409,7 @@ fn interrupt_compare(
         .unwrap();
     assert!(sent.success(), "kill -{signal} {whom}");
     let status = child.wait().unwrap();
-    (
-        status,
-        fs::read_to_string(&log).unwrap(),
-        scratch,
-        child.id(),
-    )
+    (status, fs::read_to_string(&log).unwrap(), scratch, own)
 }
 
 /// Asserts what an interrupted compare.sh must leave: exit 130, its message, and no loop
@@ -446,6 +449,279 @@ fn compare_script_cleans_up_after_sigterm() {
     let _serial = one_at_a_time();
     let (status, stderr, scratch, pid) = interrupt_compare("TERM", false);
     assert_interrupted_and_clean(status, &stderr, scratch.path(), pid);
+}
+
+/// Skips (returns true) where /dev/fuse is missing (a failure under MINFS_REQUIRE_LOOP=1).
+fn no_fuse() -> bool {
+    if Path::new("/dev/fuse").exists() {
+        return false;
+    }
+    if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+        panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
+    }
+    testutil::print_skip(module_path!(), "/dev/fuse is missing");
+    true
+}
+
+/// compare.sh with this build's binaries (hddsim included).
+fn compare_emulated(args: &[&str], work: &Path, out_dir: &Path) -> (Output, u32) {
+    output_and_pid(
+        Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .arg("--bin-dir")
+            .arg(bin_dir_with_hddsim())
+            .args(args)
+            .arg("--work")
+            .arg(work)
+            .arg("--out")
+            .arg(out_dir),
+    )
+}
+
+#[test]
+fn compare_script_on_the_whole_emulated_drive_runs_target_by_target_and_cleans_up() {
+    require_loop!();
+    let _serial = one_at_a_time();
+    if no_fuse() {
+        return;
+    }
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let work = scratch.path().join("work");
+    let out_dir = scratch.path().join("out");
+    let (out, pid) = compare_emulated(
+        &[
+            "--device",
+            "emulated",
+            "--whole-drive",
+            "--content",
+            "zeros",
+            "--order",
+            "targets",
+            "--workloads",
+            "seq-256k,seq-4m",
+            "--targets",
+            "minfs,xfs@4096",
+            "--scale",
+            "0.001",
+            "--runs",
+            "1",
+        ],
+        &work,
+        &out_dir,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let left = leftovers(work.to_str().unwrap(), pid);
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
+    assert!(
+        rest.is_empty(),
+        "image or mount point not removed: {rest:?}"
+    );
+
+    // Target by target: both workloads of minfs, then both of xfs@4096.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let order: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split_once("] run 1 ").map(|(_, r)| r))
+        .map(|r| r.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "seq-256k minfs",
+            "seq-4m minfs",
+            "seq-256k xfs@4096",
+            "seq-4m xfs@4096"
+        ],
+        "{err}"
+    );
+    for (t, bs) in [("minfs", 4096), ("xfs@4096", 4096)] {
+        let run: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(out_dir.join(format!("runs/seq-256k/{t}/run-1.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(run["block_size"], bs, "{t}: {run}");
+        assert_eq!(run["content"], "zeros", "{t}: {run}");
+    }
+    let setup = fs::read_to_string(out_dir.join("SETUP.md")).unwrap();
+    let xfs = setup.split("### xfs@4096").nth(1).unwrap();
+    for needle in [
+        "mkfs.xfs -f -q -K -s size=4096 DEV",
+        "fallocate --punch-hole --offset 0 --length 1000204886016 IMAGE",
+        "--block-size 4096 --content zeros",
+    ] {
+        assert!(
+            xfs.contains(needle),
+            "SETUP.md's xfs@4096 lacks `{needle}`: {xfs}"
+        );
+    }
+    assert!(setup.contains("--create-sparse") && setup.contains("1000204886016 bytes"));
+    let compare: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("compare.json")).unwrap()).unwrap();
+    assert_eq!(compare["order"], "targets");
+    assert_eq!(compare["content"], "zeros");
+    let stats: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("emulator-stats.json")).unwrap())
+            .unwrap();
+    assert_eq!(stats["size_bytes"], 1_000_204_886_016u64, "{stats}");
+    // Zeros are holes: the runs' lumps took no host space.
+    assert!(
+        stats["backing"]["host_allocated_bytes"].as_u64().unwrap() < 256 << 20,
+        "{stats}"
+    );
+    let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("xfs@4096"), "{report}");
+}
+
+/// A tmpfs of `size` mounted on a fresh directory under `dir`, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn new(dir: &Path, size: &str) -> Tmpfs {
+        let p = dir.join("small");
+        fs::create_dir_all(&p).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mounting a tmpfs on {}", p.display());
+        Tmpfs(p)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn compare_script_refuses_a_whole_drive_without_host_space_naming_both_sizes() {
+    require_loop!();
+    let _serial = one_at_a_time();
+    if no_fuse() {
+        return;
+    }
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let small = Tmpfs::new(scratch.path(), "64m");
+    let out_dir = scratch.path().join("out");
+    let (out, _) = compare_emulated(
+        &[
+            "--device",
+            "emulated",
+            "--whole-drive",
+            "--workloads",
+            "seq-256k",
+            "--targets",
+            "minfs",
+            "--scale",
+            "0.001",
+        ],
+        &small.0,
+        &out_dir,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let avail = Command::new("df")
+        .args(["-B1", "--output=avail"])
+        .arg(&small.0)
+        .output()
+        .unwrap();
+    let avail = String::from_utf8_lossy(&avail.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        err.contains("refusing --whole-drive")
+            && err.contains(&format!("{avail} bytes free"))
+            && err.contains("need about"),
+        "{err}"
+    );
+    assert!(!out_dir.exists(), "a refused run wrote results");
+    let rest: Vec<_> = fs::read_dir(&small.0).unwrap().flatten().collect();
+    assert!(rest.is_empty(), "left in the work directory: {rest:?}");
+}
+
+#[test]
+fn compare_script_rejects_bad_whole_drive_target_and_order_options() {
+    for (args, want) in [
+        (
+            vec!["--whole-drive"],
+            "--whole-drive needs --device emulated",
+        ),
+        (vec!["--targets", "ext4@1024"], "after @ is 512 or 4096"),
+        (vec!["--targets", "zfs@4096"], "unknown target 'zfs'"),
+        (vec!["--targets", "xfs,xfs"], "listed twice"),
+        (vec!["--order", "random"], "--order 'random'"),
+        (vec!["--content", "ones"], "--content 'ones'"),
+        (
+            vec![
+                "--device",
+                "emulated",
+                "--whole-drive",
+                "--image-size",
+                "8G",
+            ],
+            "exclude each other",
+        ),
+    ] {
+        let out = Command::new("bash")
+            .arg(repo().join("scripts/compare.sh"))
+            .args(&args)
+            .output()
+            .expect("bash runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// Regression: a long comparison stopped when mkfs.xfs found the loop device busy for a moment
+/// (another process held it open exclusively). compare.sh's `retry_busy` (scripts/lib/retry.sh)
+/// runs mkfs.ext4 and mkfs.xfs again until the device is free.
+#[test]
+fn mkfs_on_a_momentarily_busy_device_is_retried() {
+    use std::os::unix::fs::OpenOptionsExt;
+    require_loop!();
+    for (tool, args) in [
+        ("mkfs.xfs", "mkfs.xfs -f -q"),
+        ("mkfs.ext4", "mkfs.ext4 -F -q"),
+    ] {
+        if testutil::which(tool).is_none() {
+            testutil::print_skip(module_path!(), &format!("{tool} is not installed"));
+            continue;
+        }
+        let lo = LoopDevice::new(512 << 20, 512).unwrap();
+        let mkfs = |retry: bool| {
+            let script = format!(
+                "source {}; {} {args} {}",
+                repo().join("scripts/lib/retry.sh").display(),
+                if retry { "retry_busy" } else { "" },
+                lo.path().display()
+            );
+            Command::new("bash").args(["-c", &script]).output().unwrap()
+        };
+        // Held exclusively (O_EXCL on a block device) for 3 s, as a probing process would.
+        let held = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(lo.path())
+            .unwrap();
+        let plain = mkfs(false);
+        assert!(!plain.status.success(), "{tool} ran on a held device");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            drop(held);
+        });
+        let retried = mkfs(true);
+        release.join().unwrap();
+        assert!(retried.status.success(), "{tool}: {}", text(&retried));
+        let err = String::from_utf8_lossy(&retried.stderr);
+        assert!(err.contains("device busy, retrying (1)"), "{tool}: {err}");
+    }
 }
 
 #[test]

@@ -115,13 +115,27 @@ fn get_by_position_with_a_range() {
     }
 }
 
+/// cannyls_bencher (4de308c, `generator.rs`) expands `Get` and `Delete` as `get(state, 0, 100)`
+/// and `delete(state, 0, 100)`: the same choice by age as `Get(0, 100)` and `Delete(0, 100)`.
 #[test]
-fn plain_get_delete_and_overwrite_are_uniform() {
-    let e = run("Command { 4.times { New(1); }; 8000.times { Get; }; }");
+fn plain_get_and_delete_are_the_0_100_forms_as_in_cannyls_bencher() {
+    for (plain, bounded) in [("Get", "Get(0, 100)"), ("Delete", "Delete(0, 100)")] {
+        let with = |cmd: &str| {
+            run(&format!(
+                "Seed: 11; Command {{ 40.times {{ New(1); }}; }} \
+                 Unordered[300] {{ <50%> New(2); <50%> {cmd}; }}"
+            ))
+            .ops
+        };
+        assert_eq!(with(plain), with(bounded), "{plain} and {bounded} differ");
+    }
+    // Over L = 4, p ∈ 0..=4 → position 0,0,1,2,3: lump 1 twice as often as each other one.
+    let e = run("Command { 4.times { New(1); }; 10000.times { Get; }; }");
     let g = got(&e.ops);
-    for id in 1..=4 {
-        let n = g.iter().filter(|&&x| x == id).count();
-        assert!((1700..2300).contains(&n), "{id}: {n}");
+    let count = |id| g.iter().filter(|&&x| x == id).count();
+    assert!((3600..4400).contains(&count(1)), "{}", count(1));
+    for id in 2..=4 {
+        assert!((1700..2300).contains(&count(id)), "{id}: {}", count(id));
     }
     // Delete: every lump deleted once, in some order; then nothing is left to delete.
     let e = run("Command { 50.times { New(1); }; 60.times { Delete; }; }");
@@ -138,6 +152,27 @@ fn plain_get_delete_and_overwrite_are_uniform() {
     );
     assert_ne!(deleted, (1..=50).collect::<Vec<_>>());
     assert_eq!(e.skipped, 10);
+}
+
+/// `OverWrite` picks among the live lumps uniformly, as cannyls_bencher's `choose(0, L - 1)`.
+#[test]
+fn overwrite_is_uniform() {
+    let e = run("Command { 4.times { New(1); }; 8000.times { OverWrite(2); }; }");
+    let ids: Vec<u64> = e.ops[4..]
+        .iter()
+        .map(|op| match op {
+            Op::Put {
+                id,
+                overwrite: true,
+                ..
+            } => *id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    for id in 1..=4 {
+        let n = ids.iter().filter(|&&x| x == id).count();
+        assert!((1700..2300).contains(&n), "{id}: {n}");
+    }
 }
 
 #[test]
@@ -422,7 +457,8 @@ fn invalid_scales_are_refused() {
 #[test]
 fn a_pinned_expansion() {
     // Pins the generator (ChaCha8 + our sampling): a change here changes every workload's
-    // operations, so it must be deliberate.
+    // operations, so it must be deliberate. (Changed deliberately once: `Get` and `Delete`
+    // became `Get(0, 100)` and `Delete(0, 100)`, cannyls_bencher's meaning.)
     let e = run(
         "Seed: 42; Command { 10.times { New(1); }; } Unordered[10] { <50%> Get; <50%> Delete; }",
     );
@@ -438,4 +474,4 @@ fn a_pinned_expansion() {
 }
 
 const PINNED_KINDS: &str = "GDDDGGGDGD";
-const PINNED_IDS: [u64; 10] = [5, 1, 9, 7, 4, 2, 5, 6, 5, 3];
+const PINNED_IDS: [u64; 10] = [7, 8, 3, 7, 6, 2, 5, 6, 2, 4];

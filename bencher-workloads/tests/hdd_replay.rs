@@ -32,6 +32,10 @@ fn drive4k() -> Profile {
     profile::load("st1000dm003-4kn").unwrap()
 }
 
+fn drive512_merge() -> Profile {
+    profile::load("st1000dm003-merge").unwrap()
+}
+
 fn golden_inputs() -> (trace::Trace, Vec<replay::OpRecord>, RunReport) {
     let t = trace::parse(
         &std::fs::read_to_string(hddsim_data("hdd-mixed.trace")).unwrap(),
@@ -80,7 +84,7 @@ fn golden_replay_of_a_real_run() {
     // tests/data/hdd-mixed.*: `minfs-bench run --workload workloads/rand-mixed-1m.wl --scale
     // 0.002 --sync-every 10 --backend raw:/dev/loop0` traced with tracefs (Linux 6.18).
     let (t, ops, run) = golden_inputs();
-    for p in [drive512(), drive4k()] {
+    for p in [drive512(), drive512_merge(), drive4k()] {
         let got = model_json(&p, &t, &ops, &run);
         let path = data(&format!("hdd-mixed.{}.json", p.stem));
         if std::env::var_os("HDD_BLESS").is_some() {
@@ -218,6 +222,54 @@ fn cli() {
     );
     assert!(
         err.contains("no profile `nosuch`") && err.contains("st1000dm003-4kn"),
+        "{err}"
+    );
+    // A per-run override: the first revision's rules on the shipped profile model what the
+    // st1000dm003-merge profile models, under the override's name.
+    let out = bin()
+        .args([
+            "hdd-replay",
+            "--json",
+            "-",
+            "--profile",
+            "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge",
+        ])
+        .arg(hddsim_data("hdd-mixed.trace"))
+        .arg(hddsim_data("hdd-mixed.oplog"))
+        .arg("--run")
+        .arg(data("hdd-mixed.run.json"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let mut v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        v["model"]["profile"],
+        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge"
+    );
+    let mut merge: Value = serde_json::from_str(
+        &std::fs::read_to_string(data("hdd-mixed.st1000dm003-merge.json")).unwrap(),
+    )
+    .unwrap();
+    for m in [&mut v, &mut merge] {
+        m["model"]["profile"] = Value::Null;
+        m["model"]["profile_name"] = Value::Null;
+        m["workload"] = Value::Null;
+    }
+    assert_eq!(v, merge);
+    let err = stderr_of_failure(
+        bin()
+            .args([
+                "hdd-replay",
+                "--profile",
+                "st1000dm003+write_hit_dirty=later",
+            ])
+            .arg(hddsim_data("hdd-mixed.trace"))
+            .arg(hddsim_data("hdd-mixed.oplog")),
+    );
+    assert!(
+        err.contains("write_hit_dirty = \"later\": must be \"write-first\" or \"merge\""),
         "{err}"
     );
     // LBAs past the drive's end are refused.

@@ -59,6 +59,7 @@ fn report(workload: &str, backend: &str, total: u64, wall: u64, bw: f64, p50: u6
             scale: 0.1,
             sync_every: None,
             verify: false,
+            content: Default::default(),
         },
         ops: 1010,
         put_bytes: 262_144_000,
@@ -225,6 +226,24 @@ fn add_modelled(dir: &Path) {
                     "rmw_ns": 58.3e6,
                     "flush_wait_ns": 4.0e9,
                     "read_destage_wait_ns": 25_000_000u64
+                });
+                for (key, value) in work.as_object().unwrap() {
+                    v["model"][key] = value.clone();
+                }
+                let reopen = if t == "ext4" { 900u64 } else { 0 };
+                let work = json!({
+                    "reopen_writes": reopen,
+                    "reopen_writes_after_read": reopen / 3,
+                    "reopened_clean": 2,
+                    "reopened_dirty": reopen,
+                    "write_first_waits": reopen,
+                    "write_first_wait_ns": reopen as f64 * 9e6,
+                    "segment_full_waits": 0,
+                    "segment_full_wait_ns": 0,
+                    "rmw_for_flush": reopen + 1,
+                    "rmw_for_pressure": 0,
+                    "rmw_for_write_first": 0,
+                    "rmw_of_reopened_clean": reopen
                 });
                 for (key, value) in work.as_object().unwrap() {
                     v["model"][key] = value.clone();
@@ -425,6 +444,21 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     );
     assert!(mseq.contains("| ext4 | 1,042 | 262.1 | 3 | 0.0 | 12 | 1,234,567 | 41.0 s |"));
     assert!(mseq.contains("| xfs | — | — | — | — | — | — | — | — | — | — | — | — |"));
+    // Writes into data the drive holds: the trace's count next to the model's.
+    assert!(mseq.contains(
+        "| Target | writes | re-opening writes | after a read | re-opened clean / dirty \
+         | write-first waits | segment waits | read-modify-writes: flush / pressure / \
+         write-first | of re-opened sectors |"
+    ));
+    assert_eq!(
+        line_with(mseq, "| ext4 | 1,042 | 900 |"),
+        "| ext4 | 1,042 | 900 | 300 | 2 / 900 | 900 (8.10 s) | 0 (0 ns) | 901 / 0 / 0 | 900 |"
+    );
+    assert_eq!(
+        line_with(mseq, "| minfs | 1,020 | 0 |"),
+        "| minfs | 1,020 | 0 | 0 | 2 / 0 | 0 (0 ns) | 0 (0 ns) | 1 / 0 / 0 | 0 |"
+    );
+    assert!(mseq.contains("| xfs | — | — | — | — | — | — | — | — |"));
     assert!(
         m.contains("| minfs | — | — | — | — | — | 0/2 |"),
         "rand-mixed-1m unmodelled"

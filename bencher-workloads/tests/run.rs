@@ -789,7 +789,10 @@ fn verify_names_the_lump_whose_byte_was_flipped() {
         let outcome = execute(
             &mut storage,
             &puts(16, SIZE),
-            ExecOptions { verify: true },
+            ExecOptions {
+                verify: true,
+                ..Default::default()
+            },
             &mut Hooks::default(),
         )
         .unwrap();
@@ -818,14 +821,17 @@ fn verify_names_the_lump_whose_byte_was_flipped() {
     execute(
         &mut storage,
         &gets(16, SIZE),
-        ExecOptions { verify: false },
+        ExecOptions::default(),
         &mut Hooks::default(),
     )
     .unwrap();
     let err = execute(
         &mut storage,
         &gets(16, SIZE),
-        ExecOptions { verify: true },
+        ExecOptions {
+            verify: true,
+            ..Default::default()
+        },
         &mut Hooks::default(),
     )
     .unwrap_err();
@@ -845,11 +851,14 @@ fn verify_catches_lost_lumps_and_wrong_deletes() {
         .create(MemoryNvm::new(vec![0; 8 << 20]))
         .unwrap();
     let mut hooks = Hooks::default();
-    let verify = ExecOptions { verify: true };
+    let verify = ExecOptions {
+        verify: true,
+        ..Default::default()
+    };
     execute(&mut storage, &puts(4, 1000), verify, &mut hooks).unwrap();
     // Lump 3 goes behind the runner's back: a get fails with or without verification.
     storage.delete(&cannyls::lump::LumpId::new(3)).unwrap();
-    for opts in [verify, ExecOptions { verify: false }] {
+    for opts in [verify, ExecOptions::default()] {
         let err = execute(&mut storage, &gets(4, 1000), opts, &mut hooks).unwrap_err();
         assert_eq!(err.lump_id(), Some(3));
         assert!(err.to_string().contains("returned nothing"), "{err}");
@@ -858,7 +867,7 @@ fn verify_catches_lost_lumps_and_wrong_deletes() {
     let err = execute(
         &mut storage,
         &[Op::Get { id: 1, size: 999 }],
-        ExecOptions { verify: false },
+        ExecOptions::default(),
         &mut hooks,
     )
     .unwrap_err();

@@ -93,6 +93,28 @@ impl<V: Copy + PartialEq> RangeMap<V> {
         self.map.range(pos..).next().map(|(&s, &(e, _))| (s, e))
     }
 
+    /// The stored ranges (unclipped) overlapping `[a, b)`, in order.
+    pub(crate) fn ranges_overlapping(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = self
+            .map
+            .range(..b)
+            .rev()
+            .take_while(|(_, &(e, _))| e > a)
+            .map(|(&s, &(e, _))| (s, e))
+            .collect();
+        out.reverse();
+        out
+    }
+
+    /// The stored range containing sector `s`.
+    pub(crate) fn range_containing(&self, s: u64) -> Option<(u64, u64)> {
+        self.map
+            .range(..=s)
+            .next_back()
+            .filter(|(_, &(e, _))| e > s)
+            .map(|(&st, &(e, _))| (st, e))
+    }
+
     /// The first range.
     pub(crate) fn first(&self) -> Option<(u64, u64)> {
         self.map.iter().next().map(|(&s, &(e, _))| (s, e))
@@ -110,6 +132,10 @@ pub(crate) struct Cache {
     /// Clean ranges oldest first, for eviction (entries whose data is gone are skipped).
     fifo: VecDeque<(u64, u64, u64)>,
     next_stamp: u64,
+    /// Ranges whose state changed since [`Cache::take_touched`] was last called (only while
+    /// `track` is on).
+    touched: Vec<(u64, u64)>,
+    track: bool,
 }
 
 impl Cache {
@@ -120,6 +146,8 @@ impl Cache {
             clean: RangeMap::default(),
             fifo: VecDeque::new(),
             next_stamp: 0,
+            touched: Vec::new(),
+            track: true,
         }
     }
 
@@ -188,16 +216,60 @@ impl Cache {
         self.dirty.first_from(head).or_else(|| self.dirty.first())
     }
 
-    /// The dirty runs in elevator order from `head` (C-SCAN: those starting at or after
-    /// `head`, then from the lowest), each once.
-    pub(crate) fn dirty_runs_from(&self, head: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let upper = self.dirty.map.range(head..);
-        let lower = self.dirty.map.range(..head);
-        upper.chain(lower).map(|(&s, &(e, _))| (s, e))
+    /// The first dirty run starting at or after `pos`.
+    pub(crate) fn dirty_run_from(&self, pos: u64) -> Option<(u64, u64)> {
+        self.dirty.first_from(pos)
+    }
+
+    /// Dirty sectors of `[a, b)`.
+    pub(crate) fn dirty_in(&self, a: u64, b: u64) -> u64 {
+        self.dirty.count_in(a, b)
+    }
+
+    /// The span from the first to the last dirty sector of `[a, b)`.
+    pub(crate) fn dirty_span(&self, a: u64, b: u64) -> Option<(u64, u64)> {
+        let pieces = self.dirty.overlaps(a, b);
+        Some((pieces.first()?.0, pieces.last()?.1))
+    }
+
+    /// The dirty run (maximal range of contiguous dirty sectors) holding sector `s`.
+    pub(crate) fn dirty_run_at(&self, s: u64) -> Option<(u64, u64)> {
+        self.dirty.range_containing(s)
+    }
+
+    /// Dirty sectors contiguous up to `a`: the dirty data of the sequential stream a write at
+    /// `a` continues.
+    pub(crate) fn dirty_run_ending_at(&self, a: u64) -> u64 {
+        match a
+            .checked_sub(1)
+            .and_then(|s| self.dirty.range_containing(s))
+        {
+            Some((s, _)) => a - s,
+            None => 0,
+        }
+    }
+
+    /// Clears the clean segments a write of `[a, b)` overlaps: every clean range that became
+    /// clean together (one destage, read or look-ahead: the same stamp) and overlaps `[a, b)`
+    /// is removed whole. Returns the ranges removed.
+    pub(crate) fn clear_clean_segments(&mut self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let ranges = self.clean.ranges_overlapping(a, b);
+        for &(s, e) in &ranges {
+            self.clean.remove(s, e);
+            self.touch((s, e));
+        }
+        ranges
+    }
+
+    /// The dirty runs (unclipped) overlapping `[a, b)`.
+    #[cfg(test)]
+    pub(crate) fn dirty_runs_overlapping(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        self.dirty.ranges_overlapping(a, b)
     }
 
     /// `[a, b)` is written by the host: dirty from now on.
     pub(crate) fn write(&mut self, a: u64, b: u64) {
+        self.touch((a, b));
         self.clean.remove(a, b);
         self.dirty.remove(a, b);
         self.dirty.insert(a, b, ());
@@ -209,11 +281,12 @@ impl Cache {
         if pieces.is_empty() {
             return;
         }
+        self.touch((a, b));
         let stamp = self.stamp();
         for (s, e, ()) in pieces {
             self.clean.insert(s, e, stamp);
         }
-        self.fifo.push_back((a, b, stamp));
+        self.push_fifo(a, b, stamp);
     }
 
     /// `[a, b)` was read from the media: the sectors not in the cache become clean, as room
@@ -230,6 +303,7 @@ impl Cache {
         if self.dirty() + self.clean() + need > self.cap {
             return;
         }
+        self.touch((a, b));
         let stamp = self.stamp();
         let held = self.held(a, b);
         let mut pos = a;
@@ -242,7 +316,7 @@ impl Cache {
         if pos < b {
             self.clean.insert(pos, b, stamp);
         }
-        self.fifo.push_back((a, b, stamp));
+        self.push_fifo(a, b, stamp);
     }
 
     /// Evicts clean data, oldest first, until `need` more sectors fit (or nothing clean is
@@ -265,9 +339,11 @@ impl Cache {
                         if e > kb {
                             self.clean.remove(kb, e);
                         }
+                        self.touch((s, e));
                     }
                     _ => {
                         self.clean.remove(s, e);
+                        self.touch((s, e));
                     }
                 }
             }
@@ -277,6 +353,50 @@ impl Cache {
     /// Sectors `[a, b)` would add to the cache when written (those not held at all).
     pub(crate) fn new_sectors(&self, a: u64, b: u64) -> u64 {
         (b - a) - self.dirty.count_in(a, b) - self.clean.count_in(a, b)
+    }
+
+    /// Whether changed ranges are recorded for [`Cache::take_touched`] (on by default; off
+    /// when nobody takes them, so that they do not pile up).
+    pub(crate) fn track_touched(&mut self, on: bool) {
+        self.track = on;
+        if !on {
+            self.touched = Vec::new();
+        }
+    }
+
+    fn touch(&mut self, range: (u64, u64)) {
+        if self.track {
+            self.touched.push(range);
+        }
+    }
+
+    /// Records clean data for eviction. Entries whose data is gone (overwritten, cleared) are
+    /// dropped once they outnumber the clean ranges: without cache pressure nothing else
+    /// pops them, and a write that clears segments keeps the cache from ever filling.
+    fn push_fifo(&mut self, a: u64, b: u64, stamp: u64) {
+        self.fifo.push_back((a, b, stamp));
+        if self.fifo.len() > 2 * self.clean.map.len() + 1024 {
+            let clean = &self.clean;
+            self.fifo
+                .retain(|&(a, b, stamp)| clean.overlaps(a, b).iter().any(|&(_, _, v)| v == stamp));
+        }
+    }
+
+    /// Entries waiting for eviction, and the clean ranges they can refer to.
+    #[cfg(test)]
+    pub(crate) fn fifo_and_clean_ranges(&self) -> (usize, usize) {
+        (self.fifo.len(), self.clean.map.len())
+    }
+
+    /// Ranges recorded and not yet taken.
+    #[cfg(test)]
+    pub(crate) fn touched_len(&self) -> usize {
+        self.touched.len()
+    }
+
+    /// The ranges whose state (dirty, clean, absent) changed since the last call.
+    pub(crate) fn take_touched(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.touched)
     }
 
     fn stamp(&mut self) -> u64 {
@@ -330,5 +450,29 @@ mod tests {
         assert!(c.dirty() + c.clean() <= 100);
         assert_eq!(c.dirty(), 16);
         assert!(c.covered(90, 120));
+    }
+
+    #[test]
+    fn clearing_removes_whole_clean_segments() {
+        let mut c = Cache::new(1000);
+        // Two segments: one destage run [0, 520), one read [600, 700).
+        c.write(0, 520);
+        c.destaged(0, 520);
+        c.fill(600, 700);
+        c.write(800, 810);
+        assert_eq!(c.dirty_run_ending_at(810), 10);
+        assert_eq!(c.dirty_run_ending_at(805), 5);
+        assert_eq!(c.dirty_run_ending_at(800), 0);
+        assert_eq!(c.dirty_run_at(805), Some((800, 810)));
+        assert_eq!(c.dirty_span(0, 1000), Some((800, 810)));
+        // A write into the last physical sector of the first one clears all of it, and only
+        // it.
+        assert_eq!(c.clear_clean_segments(513, 560), [(0, 520)]);
+        assert_eq!(c.clean(), 100);
+        assert!(!c.covered(512, 513));
+        assert!(c.covered(600, 700));
+        // A write touching no clean data clears nothing.
+        assert!(c.clear_clean_segments(700, 800).is_empty());
+        assert_eq!(c.clean(), 100);
     }
 }

@@ -44,7 +44,8 @@ pub enum Command {
     /// Replay a block trace through the model and charge the op-log's operations.
     Replay {
         /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
-        /// `st1000dm003-4kn`).
+        /// `st1000dm003-merge`, `st1000dm003-4kn`), optionally with overrides:
+        /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the summary and the modelled latencies as JSON to FILE (`-`: stdout).
@@ -79,7 +80,9 @@ pub enum Command {
     Umount(crate::emulate::cli::UmountArgs),
     /// Synthetic request streams against the drive's published figures.
     Validate {
-        /// The drive profile.
+        /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
+        /// `st1000dm003-merge`, `st1000dm003-4kn`), optionally with overrides:
+        /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
         #[arg(long, value_name = "PROFILE")]
         profile: String,
         /// Write the figures as JSON to FILE (`-`: stdout).
@@ -271,15 +274,15 @@ fn validate_cmd(
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let p = profile::load(profile_spec).map_err(|e| e.to_string())?;
-    let checks = validate::run(&p);
+    let v = validate::validation(&p);
     if let Some(path) = json {
-        write_json(path, &checks, out)?;
+        write_json(path, &v, out)?;
         if path.as_os_str() == "-" {
             return Ok(());
         }
     }
-    out.write_all(validate::render(&p, &checks).as_bytes())
-        .map_err(|e| e.to_string())
+    let text = validate::render(&p, &v.checks) + &validate::render_rule_streams(&v.rule_streams);
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
 }
 
 /// Runs one parsed command, writing to `out`; an error is the message for stderr.

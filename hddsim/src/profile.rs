@@ -17,6 +17,7 @@
 //! that the seek curve is increasing (see [`SeekCurve::solve`]). An error names the file, the
 //! field and the value.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -60,10 +61,86 @@ pub struct Profile {
     /// How far the drive reads ahead of the last read while it is idle (`readahead_bytes`;
     /// 0 = no read look-ahead).
     pub readahead_bytes: u64,
+    /// What a write does to a clean cached copy of blocks it writes (`write_hit_clean`).
+    pub write_hit_clean: WriteHitClean,
+    /// What a write does when it overlaps data still dirty in the cache (`write_hit_dirty`).
+    pub write_hit_dirty: WriteHitDirty,
+    /// The most dirty data one sequential write stream may hold in the cache
+    /// (`write_segment_bytes`): the large-command rule.
+    pub write_segment_bytes: u64,
+    /// Every parameter's source as written (or "set on the command line" for an override),
+    /// by parameter name.
+    pub sources: BTreeMap<String, String>,
 }
+
+/// What a write does to a clean cached copy (destaged, read or read ahead) of blocks it
+/// writes (profile setting `write_hit_clean`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteHitClean {
+    /// `clear-segment`: the cache segments holding clean copies of any block written are
+    /// cleared whole (Seagate's "cache operation" text; DiskSim 4.0 empties clean segments a
+    /// write overlaps). The rest of a physical sector the write covers only in part is then
+    /// no longer cached: writing that sector needs a read-modify-write.
+    ClearSegment,
+    /// `keep`: the clean data stays; the write replaces only its own blocks (the model's
+    /// first revision).
+    Keep,
+}
+
+/// What a write does when it overlaps data still dirty in the cache (profile setting
+/// `write_hit_dirty`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteHitDirty {
+    /// `write-first`: the dirty copy is written to the media before the new data is
+    /// accepted (Ruemmler & Wilkes 1994; DiskSim 4.0's `BUFFER_COLLISION`).
+    WriteFirst,
+    /// `merge`: the new data replaces the dirty copy in the cache, no wait (the model's first
+    /// revision).
+    Merge,
+}
+
+impl WriteHitClean {
+    /// The name in a profile.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteHitClean::ClearSegment => "clear-segment",
+            WriteHitClean::Keep => "keep",
+        }
+    }
+
+    fn parse(s: &str) -> Option<WriteHitClean> {
+        match s {
+            "clear-segment" => Some(WriteHitClean::ClearSegment),
+            "keep" => Some(WriteHitClean::Keep),
+            _ => None,
+        }
+    }
+}
+
+impl WriteHitDirty {
+    /// The name in a profile.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteHitDirty::WriteFirst => "write-first",
+            WriteHitDirty::Merge => "merge",
+        }
+    }
+
+    fn parse(s: &str) -> Option<WriteHitDirty> {
+        match s {
+            "write-first" => Some(WriteHitDirty::WriteFirst),
+            "merge" => Some(WriteHitDirty::Merge),
+            _ => None,
+        }
+    }
+}
+
+/// The source recorded for a parameter set by a `PROFILE+PARAM=VALUE` override.
+pub const OVERRIDE_SOURCE: &str = "set on the command line";
 
 /// Why a profile could not be used.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ProfileError {
     /// The file could not be read.
     Read {
@@ -99,6 +176,13 @@ pub enum ProfileError {
         /// The profiles that do exist there.
         available: Vec<String>,
     },
+    /// A `PROFILE+PARAM=VALUE[,…]` override that cannot be applied.
+    Override {
+        /// The whole profile argument.
+        spec: String,
+        /// What is wrong (names the parameter or the piece).
+        why: String,
+    },
 }
 
 impl fmt::Display for ProfileError {
@@ -129,6 +213,12 @@ impl fmt::Display for ProfileError {
                 } else {
                     write!(f, " (available: {})", available.join(", "))
                 }
+            }
+            ProfileError::Override { spec, why } => {
+                write!(
+                    f,
+                    "profile `{spec}`: {why} (an override is PROFILE+PARAM=VALUE[,PARAM=VALUE…])"
+                )
             }
         }
     }
@@ -166,7 +256,32 @@ struct RawProfile {
     command_overhead_ms: Param<f64>,
     interface_mb_per_s: Param<f64>,
     readahead_bytes: Param<u64>,
+    write_hit_clean: Param<String>,
+    write_hit_dirty: Param<String>,
+    write_segment_bytes: Param<u64>,
 }
+
+/// The parameters of a profile (every key but `name` and `description`), as written.
+pub const PARAMETERS: [&str; 18] = [
+    "capacity_bytes",
+    "logical_sector_bytes",
+    "physical_sector_bytes",
+    "rpm",
+    "outer_rate_mb_per_s",
+    "inner_outer_rate_ratio",
+    "seek_track_to_track_ms",
+    "seek_track_to_track_write_ms",
+    "seek_full_stroke_ms",
+    "seek_average_read_ms",
+    "seek_average_write_ms",
+    "cache_bytes",
+    "command_overhead_ms",
+    "interface_mb_per_s",
+    "readahead_bytes",
+    "write_hit_clean",
+    "write_hit_dirty",
+    "write_segment_bytes",
+];
 
 /// A seek curve t(x) = t0 + A·x + B·√x for a distance x > 0 (a fraction of the full stroke),
 /// and 0 for no movement. Times in nanoseconds.
@@ -273,6 +388,10 @@ impl Profile {
             origin: origin.to_string(),
             message: e.to_string(),
         })?;
+        Profile::from_raw(raw, origin, stem)
+    }
+
+    fn from_raw(raw: RawProfile, origin: &str, stem: &str) -> Result<Profile, ProfileError> {
         let invalid = |field: &'static str, value: String, why: &str| ProfileError::Invalid {
             origin: origin.to_string(),
             field,
@@ -280,7 +399,7 @@ impl Profile {
             why: why.to_string(),
         };
         // Every parameter needs a source.
-        let sources: [(&'static str, &str); 15] = [
+        let sources: [(&'static str, &str); 18] = [
             ("capacity_bytes", &raw.capacity_bytes.source),
             ("logical_sector_bytes", &raw.logical_sector_bytes.source),
             ("physical_sector_bytes", &raw.physical_sector_bytes.source),
@@ -299,7 +418,11 @@ impl Profile {
             ("command_overhead_ms", &raw.command_overhead_ms.source),
             ("interface_mb_per_s", &raw.interface_mb_per_s.source),
             ("readahead_bytes", &raw.readahead_bytes.source),
+            ("write_hit_clean", &raw.write_hit_clean.source),
+            ("write_hit_dirty", &raw.write_hit_dirty.source),
+            ("write_segment_bytes", &raw.write_segment_bytes.source),
         ];
+        debug_assert!(sources.iter().map(|s| s.0).eq(PARAMETERS));
         for (field, source) in sources {
             if source.trim().is_empty() {
                 return Err(invalid(
@@ -413,6 +536,37 @@ impl Profile {
                 "must be a multiple of 512 bytes (0 turns read look-ahead off)",
             ));
         }
+        let write_hit_clean =
+            WriteHitClean::parse(&raw.write_hit_clean.value).ok_or_else(|| {
+                invalid(
+                    "write_hit_clean",
+                    format!("{:?}", raw.write_hit_clean.value),
+                    "must be \"clear-segment\" or \"keep\"",
+                )
+            })?;
+        let write_hit_dirty =
+            WriteHitDirty::parse(&raw.write_hit_dirty.value).ok_or_else(|| {
+                invalid(
+                    "write_hit_dirty",
+                    format!("{:?}", raw.write_hit_dirty.value),
+                    "must be \"write-first\" or \"merge\"",
+                )
+            })?;
+        let segment = raw.write_segment_bytes.value;
+        if segment % u64::from(physical) != 0 || segment == 0 || segment > cache_bytes {
+            return Err(invalid(
+                "write_segment_bytes",
+                segment.to_string(),
+                &format!(
+                    "must be a positive multiple of physical_sector_bytes ({physical}) \
+                     and at most cache_bytes ({cache_bytes})"
+                ),
+            ));
+        }
+        let sources = sources
+            .iter()
+            .map(|&(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Ok(Profile {
             stem: stem.to_string(),
             name: raw.name,
@@ -431,8 +585,101 @@ impl Profile {
             command_overhead_ns: overhead * 1e6,
             interface_bytes_per_sec: iface * 1e6,
             readahead_bytes: readahead,
+            write_hit_clean,
+            write_hit_dirty,
+            write_segment_bytes: segment,
+            sources,
         })
     }
+
+    /// Parses a profile and applies `overrides` (parameter, value as typed) first: each
+    /// replaces that parameter's value, and its source becomes [`OVERRIDE_SOURCE`]. `spec`
+    /// names the whole argument in errors.
+    pub fn from_toml_with(
+        text: &str,
+        origin: &str,
+        stem: &str,
+        spec: &str,
+        overrides: &[(String, String)],
+    ) -> Result<Profile, ProfileError> {
+        if overrides.is_empty() {
+            return Profile::from_toml(text, origin, stem);
+        }
+        let mut table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ProfileError::Toml {
+                    origin: origin.to_string(),
+                    message: e.to_string(),
+                })?;
+        for (param, value) in overrides {
+            if !PARAMETERS.contains(&param.as_str()) {
+                return Err(ProfileError::Override {
+                    spec: spec.to_string(),
+                    why: format!(
+                        "no parameter `{param}` (parameters: {})",
+                        PARAMETERS.join(", ")
+                    ),
+                });
+            }
+            let mut entry = toml::Table::new();
+            entry.insert("value".into(), override_value(value));
+            entry.insert("source".into(), OVERRIDE_SOURCE.into());
+            table.insert(param.clone(), toml::Value::Table(entry));
+        }
+        let origin = format!("{origin} with `{spec}`");
+        let raw: RawProfile =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e: toml::de::Error| ProfileError::Toml {
+                    origin: origin.clone(),
+                    message: e.to_string(),
+                })?;
+        Profile::from_raw(raw, &origin, stem)
+    }
+}
+
+/// A value typed on the command line as TOML: an integer, a float, else a string.
+fn override_value(v: &str) -> toml::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = v.parse::<f64>() {
+        toml::Value::Float(f)
+    } else {
+        toml::Value::String(v.to_string())
+    }
+}
+
+/// Parameter overrides: (parameter, value as typed), in the order given.
+pub type Overrides = Vec<(String, String)>;
+
+/// Splits `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` into the profile and its overrides (none
+/// without a `+`).
+pub fn split_overrides(spec: &str) -> Result<(&str, Overrides), ProfileError> {
+    let Some((base, list)) = spec.split_once('+') else {
+        return Ok((spec, Vec::new()));
+    };
+    let bad = |why: String| ProfileError::Override {
+        spec: spec.to_string(),
+        why,
+    };
+    if base.is_empty() {
+        return Err(bad("no profile before `+`".into()));
+    }
+    let mut out: Overrides = Vec::new();
+    for item in list.split(',') {
+        let Some((k, v)) = item.split_once('=') else {
+            return Err(bad(format!("`{item}` is not PARAM=VALUE")));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() || v.is_empty() {
+            return Err(bad(format!("`{item}` is not PARAM=VALUE")));
+        }
+        if out.iter().any(|(p, _)| p == k) {
+            return Err(bad(format!("`{k}` is set twice")));
+        }
+        out.push((k.to_string(), v.to_string()));
+    }
+    Ok((base, out))
 }
 
 /// The directories a profile name is looked up in, in order: this crate's `profiles/`
@@ -485,9 +732,36 @@ pub fn resolve(spec: &str) -> Result<PathBuf, ProfileError> {
     })
 }
 
-/// [`resolve`] then [`Profile::load`].
+/// Loads the profile `spec` names: a file or a name as for [`resolve`], optionally followed
+/// by overrides, `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g.
+/// `st1000dm003+write_hit_clean=keep,write_hit_dirty=merge`). An overridden profile's
+/// [`Profile::stem`] is the whole `spec` minus any directory and `.toml`, so a report names
+/// the variant.
 pub fn load(spec: &str) -> Result<Profile, ProfileError> {
-    Profile::load(&resolve(spec)?)
+    if Path::new(spec).is_file() {
+        return Profile::load(Path::new(spec));
+    }
+    let (base, overrides) = split_overrides(spec)?;
+    if overrides.is_empty() {
+        return Profile::load(&resolve(base)?);
+    }
+    let path = resolve(base)?;
+    let text = std::fs::read_to_string(&path).map_err(|source| ProfileError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let base_stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let list = &spec[spec.find('+').expect("has overrides") + 1..];
+    Profile::from_toml_with(
+        &text,
+        &path.display().to_string(),
+        &format!("{base_stem}+{list}"),
+        spec,
+        &overrides,
+    )
 }
 
 #[cfg(test)]
@@ -527,10 +801,40 @@ pub(crate) mod tests {
                 stem: p.stem.clone(),
                 name: p.name.clone(),
                 logical_sector_bytes: 512,
-                ..k
+                sources: p.sources.clone(),
+                ..k.clone()
             },
             p
         );
+        // The sourced write-hit rules.
+        assert_eq!(p.write_hit_clean, WriteHitClean::ClearSegment);
+        assert_eq!(p.write_hit_dirty, WriteHitDirty::WriteFirst);
+        assert_eq!(p.write_segment_bytes, 64 << 20);
+        assert_eq!(
+            (k.write_hit_clean, k.write_hit_dirty),
+            (p.write_hit_clean, p.write_hit_dirty)
+        );
+        // st1000dm003-merge: the first revision's rules, the same drive otherwise.
+        let m = shipped("st1000dm003-merge");
+        assert_eq!(m.write_hit_clean, WriteHitClean::Keep);
+        assert_eq!(m.write_hit_dirty, WriteHitDirty::Merge);
+        assert_eq!(
+            Profile {
+                stem: p.stem.clone(),
+                name: p.name.clone(),
+                sources: p.sources.clone(),
+                write_hit_clean: p.write_hit_clean,
+                write_hit_dirty: p.write_hit_dirty,
+                ..m.clone()
+            },
+            p
+        );
+        let differing: Vec<&String> = p
+            .sources
+            .keys()
+            .filter(|k| p.sources[*k] != m.sources[*k])
+            .collect();
+        assert_eq!(differing, ["write_hit_clean", "write_hit_dirty"]);
     }
 
     #[test]
@@ -584,6 +888,9 @@ cache_bytes = { value = 67108864, source = "s" }
 command_overhead_ms = { value = 0.1, source = "s" }
 interface_mb_per_s = { value = 600, source = "s" }
 readahead_bytes = { value = 1048576, source = "s" }
+write_hit_clean = { value = "clear-segment", source = "s" }
+write_hit_dirty = { value = "write-first", source = "s" }
+write_segment_bytes = { value = 67108864, source = "s" }
 "#;
 
     fn with(field: &str, value: &str) -> String {
@@ -677,6 +984,31 @@ readahead_bytes = { value = 1048576, source = "s" }
             assert!(e.contains(expect), "{field} = {value}: {e}");
             assert!(e.starts_with("profile t.toml: "), "{e}");
         }
+        for (field, value, expect) in [
+            (
+                "write_hit_clean",
+                "\"merge\"",
+                "write_hit_clean = \"merge\": must be \"clear-segment\" or \"keep\"",
+            ),
+            (
+                "write_hit_dirty",
+                "\"keep\"",
+                "write_hit_dirty = \"keep\": must be \"write-first\" or \"merge\"",
+            ),
+            (
+                "write_segment_bytes",
+                "1000",
+                "write_segment_bytes = 1000: must be a positive multiple of physical_sector_bytes",
+            ),
+            (
+                "write_segment_bytes",
+                "134217728",
+                "at most cache_bytes (67108864)",
+            ),
+        ] {
+            let e = err(&with(field, value));
+            assert!(e.contains(expect), "{field} = {value}: {e}");
+        }
         // Read look-ahead may be off.
         Profile::from_toml(&with("readahead_bytes", "0"), "t.toml", "t").unwrap();
         // A negative integer where an unsigned one is wanted, a missing field, an unknown one,
@@ -697,6 +1029,57 @@ readahead_bytes = { value = 1048576, source = "s" }
         assert!(
             err(&empty_source).contains("rpm = { source = \"\" }: every parameter needs a source")
         );
+    }
+
+    #[test]
+    fn overrides() {
+        let p = load("st1000dm003+write_hit_clean=keep,write_hit_dirty=merge").unwrap();
+        assert_eq!(
+            p.stem,
+            "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge"
+        );
+        assert_eq!(
+            (p.write_hit_clean, p.write_hit_dirty),
+            (WriteHitClean::Keep, WriteHitDirty::Merge)
+        );
+        assert_eq!(p.sources["write_hit_clean"], OVERRIDE_SOURCE);
+        assert_eq!(p.sources["write_hit_dirty"], OVERRIDE_SOURCE);
+        assert_ne!(p.sources["rpm"], OVERRIDE_SOURCE);
+        // Equal to the shipped -merge profile but for names and sources.
+        let m = shipped("st1000dm003-merge");
+        assert_eq!(
+            Profile {
+                stem: m.stem.clone(),
+                name: m.name.clone(),
+                sources: m.sources.clone(),
+                ..p
+            },
+            m
+        );
+        // Numbers: an integer and a float.
+        let q = load("st1000dm003+write_segment_bytes=4194304,rpm=5400.5").unwrap();
+        assert_eq!((q.write_segment_bytes, q.rpm), (4 << 20, 5400.5));
+        // Errors name what is wrong.
+        for (spec, expect) in [
+            ("st1000dm003+speed=3", "no parameter `speed`"),
+            (
+                "st1000dm003+write_hit_clean",
+                "`write_hit_clean` is not PARAM=VALUE",
+            ),
+            ("st1000dm003+rpm=", "`rpm=` is not PARAM=VALUE"),
+            ("st1000dm003+", "`` is not PARAM=VALUE"),
+            ("st1000dm003+rpm=1,rpm=2", "`rpm` is set twice"),
+            ("+rpm=1", "no profile before `+`"),
+            (
+                "st1000dm003+write_hit_dirty=both",
+                "write_hit_dirty = \"both\": must be \"write-first\" or \"merge\"",
+            ),
+            ("st1000dm003+rpm=fast", "rpm"),
+            ("nosuchdrive+rpm=1", "no profile `nosuchdrive`"),
+        ] {
+            let e = load(spec).unwrap_err().to_string();
+            assert!(e.contains(expect), "{spec}: {e}");
+        }
     }
 
     #[test]

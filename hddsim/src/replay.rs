@@ -258,27 +258,56 @@ pub struct RequestCounts {
     pub discards: u64,
     /// Other requests (modelled as the command overhead).
     pub other_requests: u64,
+    /// Requests the device refused as unsupported (completed with EOPNOTSUPP, −95: a loop
+    /// device's write-zeroes where its file cannot take them), given no drive time: the
+    /// kernel then writes the zeroes as ordinary writes, which the trace holds.
+    pub refused: u64,
     /// Bytes read.
     pub read_bytes: u64,
     /// Bytes written.
     pub write_bytes: u64,
+    /// Writes that re-open a 4 KiB sector: the previous write ended on a 4 KiB boundary and
+    /// this one starts inside the 4 KiB sector just below that end (1–7 sectors back), so
+    /// it covers part of a sector the host had written whole (ext4's and XFS's zero-padded
+    /// block tails). Counted from the trace alone, without the model.
+    pub reopen_writes: u64,
+    /// Those of them with a read issued between the previous write and them.
+    pub reopen_writes_after_read: u64,
 }
 
 impl RequestCounts {
     /// The counts of `trace`.
     pub fn of(trace: &Trace) -> RequestCounts {
         let mut c = RequestCounts::default();
+        // The previous data write's end (512-byte sectors), and whether a read came since.
+        let mut last_end: Option<u64> = None;
+        let mut read_since = false;
         for r in &trace.requests {
+            if refused(r) {
+                c.refused += 1;
+                continue;
+            }
             match r.rwbs.op {
                 ReqOp::Read => {
                     c.reads += 1;
                     c.read_bytes += r.data_bytes();
+                    read_since |= r.sectors > 0;
                 }
                 ReqOp::Write => {
                     c.writes += 1;
                     c.write_bytes += r.data_bytes();
                     c.preflush_writes += u64::from(r.rwbs.preflush);
                     c.fua_writes += u64::from(r.rwbs.fua);
+                    if r.sectors > 0 {
+                        if let Some(e) = last_end {
+                            if e % 8 == 0 && r.sector < e && r.sector + 8 > e {
+                                c.reopen_writes += 1;
+                                c.reopen_writes_after_read += u64::from(read_since);
+                            }
+                        }
+                        last_end = Some(r.sector + r.sectors);
+                        read_since = false;
+                    }
                 }
                 ReqOp::Flush => c.flushes += 1,
                 ReqOp::Discard => c.discards += 1,
@@ -287,6 +316,15 @@ impl RequestCounts {
         }
         c
     }
+}
+
+/// EOPNOTSUPP: what a completion carries when the device did not support the request.
+const EOPNOTSUPP: i64 = -95;
+
+/// Whether the device refused `r` as unsupported: it never reached the drive (a real drive
+/// without the command is not even sent it), so it takes no drive time.
+fn refused(r: &crate::trace::Request) -> bool {
+    r.error == EOPNOTSUPP
 }
 
 /// Checks that every request lies within the drive.
@@ -333,6 +371,18 @@ pub fn replay(trace: &Trace, profile: &Profile) -> Result<Replay, InputError> {
             None => 0.0,
         };
         let sent = rel(r.issue_ns) + s;
+        if refused(r) {
+            // Answered at once, outside the drive's queue.
+            let at = sent.max(0.0);
+            out.push(Replayed {
+                issue_ns: r.issue_ns,
+                complete_ns: r.complete_ns,
+                start: at,
+                end: at,
+            });
+            pending.push(Reverse((r.complete_ns, i)));
+            continue;
+        }
         let start = sent.max(prev_end).max(0.0);
         let req = DriveRequest {
             op: r.rwbs.op,
@@ -524,6 +574,75 @@ mod tests {
             let e = parse_oplog(bad).unwrap_err().to_string();
             assert!(e.contains(want), "{bad:?}: {e}");
         }
+    }
+
+    /// A trace of `(op, sector, sectors)` requests, one after another.
+    fn trace_of(reqs: &[(&str, u64, u64)]) -> Trace {
+        let mut text = String::new();
+        for (i, &(op, sector, n)) in reqs.iter().enumerate() {
+            let t = 1000.0 + i as f64 * 0.001;
+            text += &format!(
+                "b-1 [000] ..... {t:.6}: block_rq_issue: 7,0 {op} {} () {sector} + {n} be,0,4 [b]\n\
+                 b-1 [000] ..... {:.6}: block_rq_complete: 7,0 {op} () {sector} + {n} be,0,4 [0]\n",
+                n * 512,
+                t + 0.0005
+            );
+        }
+        crate::trace::parse(&text, None).unwrap()
+    }
+
+    #[test]
+    fn reopening_writes_are_counted_from_the_trace() {
+        let c = RequestCounts::of(&trace_of(&[
+            // ext4's puts: 520 sectors (a 4 KiB-aligned end), the next starting 7 back.
+            ("W", 0, 520),
+            ("W", 513, 527),
+            // A read between: counted as after a read.
+            ("R", 100_000, 2048),
+            ("W", 1033, 7),
+            // Exact appends (ends not 4 KiB-aligned, or starting at the end): none.
+            ("W", 1040, 513),
+            ("W", 1553, 513),
+            ("W", 2066, 6),
+            ("W", 2072, 8),
+            // Starting a whole 4 KiB sector back, or before it: none.
+            ("W", 2072, 8),
+            ("W", 2060, 20),
+            // A write elsewhere, then one re-opening the sector below its end.
+            ("W", 50_000, 16),
+            ("W", 50_015, 1),
+        ]));
+        assert_eq!(c.writes, 11);
+        assert_eq!((c.reopen_writes, c.reopen_writes_after_read), (3, 1));
+    }
+
+    /// Regression: on an emulated drive (a loop device over `hddsim emulate`'s file) ext4's
+    /// lazy init issues write-zeroes the file refuses (EOPNOTSUPP), then writes the zeroes;
+    /// the replay charged each refused request a command's time the drive never spent.
+    #[test]
+    fn refused_write_zeroes_take_no_drive_time() {
+        let profile = Profile::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/st1000dm003.toml"),
+        )
+        .unwrap();
+        let line = |t: &str, ev: &str, rest: &str| {
+            format!("  kworker/0:1H-44 [000] ..... {t}: block_rq_{ev}: 7,1 {rest}\n")
+        };
+        let write = line("1.000000", "issue", "WS 4096 () 0 + 8 be,0,4 [kw]")
+            + &line("1.001000", "complete", "WS () 0 + 8 be,0,4 [0]");
+        let zeroes = line("1.002000", "issue", "NS 2097152 () 9392 + 4096 be,0,4 [kw]")
+            + &line("1.002100", "complete", "NS () 9392 + 4096 be,0,4 [-95]");
+        let alone = replay(&crate::trace::parse(&write, None).unwrap(), &profile).unwrap();
+        let with = replay(
+            &crate::trace::parse(&(write + &zeroes), None).unwrap(),
+            &profile,
+        )
+        .unwrap();
+        let refused = with.requests[1];
+        assert_eq!(refused.start, refused.end);
+        assert_eq!(with.drive, alone.drive);
+        let counts = RequestCounts::of(&crate::trace::parse(&zeroes, None).unwrap());
+        assert_eq!((counts.refused, counts.other_requests), (1, 0));
     }
 
     #[test]

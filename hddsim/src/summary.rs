@@ -225,6 +225,28 @@ impl ModelSummary {
             human_ns(m.drive.cache_full_wait_ns.round() as u64),
             human_ns(m.drive.flush_wait_ns.round() as u64),
             m.drive.misaligned_requests
+        )?;
+        let d = &m.drive;
+        writeln!(
+            out,
+            "write hits: {} writes re-open a 4 KiB sector in the trace ({} after a read); the \
+             drive re-opened {} clean and {} dirty physical sectors, cleared {} segments ({} \
+             sectors), {} write-first waits ({}), {} segment waits ({}); read-modify-writes by \
+             cause: {} flush, {} pressure, {} write-first; {} of re-opened sectors",
+            m.counts.reopen_writes,
+            m.counts.reopen_writes_after_read,
+            d.reopened_clean,
+            d.reopened_dirty,
+            d.segments_cleared,
+            d.cleared_sectors,
+            d.write_first_waits,
+            human_ns(d.write_first_wait_ns.round() as u64),
+            d.segment_full_waits,
+            human_ns(d.segment_full_wait_ns.round() as u64),
+            d.rmw_for_flush,
+            d.rmw_for_pressure,
+            d.rmw_for_write_first,
+            d.rmw_of_reopened_clean
         )
     }
 }

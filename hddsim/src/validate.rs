@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::model::{Drive, DriveRequest};
-use crate::profile::Profile;
+use crate::profile::{Profile, WriteHitClean, WriteHitDirty};
 use crate::trace::ReqOp;
 
 /// One line of the validation table.
@@ -221,6 +221,187 @@ pub fn run(p: &Profile) -> Vec<Check> {
             sister: Some(630.0),
         },
     ]
+}
+
+/// What `hddsim validate` finds: the checks against the references, and the streams that
+/// isolate the write-hit and large-command rules.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Validation {
+    /// The figures next to the references.
+    pub checks: Vec<Check>,
+    /// The rule streams.
+    pub rule_streams: RuleStreams,
+}
+
+/// Streams that isolate one rule each, run under every variant of the rules.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleStreams {
+    /// The variants, in column order (`clear-segment, write-first`, …).
+    pub variants: Vec<String>,
+    /// One row per stream.
+    pub streams: Vec<RuleStream>,
+}
+
+/// One stream under every variant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleStream {
+    /// What the stream does.
+    pub stream: String,
+    /// The rate of the data it moves (puts and reads), MB/s (10^6 bytes), per variant.
+    pub mb_per_s: Vec<f64>,
+}
+
+/// The rule variants of `p`: the four write-hit combinations with its segment size, then its
+/// own write-hit rules with 4 MiB segments.
+pub fn rule_variants(p: &Profile) -> Vec<(String, Profile)> {
+    let mut out = Vec::new();
+    for clean in [WriteHitClean::ClearSegment, WriteHitClean::Keep] {
+        for dirty in [WriteHitDirty::WriteFirst, WriteHitDirty::Merge] {
+            out.push((
+                format!("{}, {}", clean.as_str(), dirty.as_str()),
+                Profile {
+                    write_hit_clean: clean,
+                    write_hit_dirty: dirty,
+                    ..p.clone()
+                },
+            ));
+        }
+    }
+    let seg = 4u64 << 20;
+    out.push((
+        format!(
+            "{}, {}, 4 MiB segments",
+            p.write_hit_clean.as_str(),
+            p.write_hit_dirty.as_str()
+        ),
+        Profile {
+            write_segment_bytes: seg.min(p.cache_bytes),
+            ..p.clone()
+        },
+    ));
+    out
+}
+
+/// A stream of puts appended one after another at the outer edge, each as `pieces` commands
+/// of equal size (the last takes the rest), then a flush; with `read_between`, a 1 MiB read
+/// from a stream elsewhere (at the middle of the stroke) after each put. `sectors` is a put's
+/// data; `pad` rounds each put's write up to a 4 KiB boundary (ext4's zeroed block tail), so
+/// the next put starts inside it. MB/s of the data moved (puts and reads) over the whole time,
+/// the flush included.
+fn put_stream_mb_s(
+    p: &Profile,
+    puts: u64,
+    sectors: u64,
+    pieces: u64,
+    pad: bool,
+    read_between: bool,
+) -> f64 {
+    let mut d = Drive::new(p);
+    let far = d.sector_at_stroke(0.5) / 8 * 8;
+    let mut t = 0.0;
+    let mut moved = 0u64;
+    for i in 0..puts {
+        let start = i * sectors;
+        let len = if pad {
+            (start + sectors).next_multiple_of(8) - start
+        } else {
+            sectors
+        };
+        let piece = len.div_ceil(pieces);
+        let mut pos = start;
+        let mut first = true;
+        while pos < start + len {
+            let n = piece.min(start + len - pos);
+            t = d.submit(&req(ReqOp::Write, pos, n, !first), t);
+            first = false;
+            pos += n;
+        }
+        moved += len * 512;
+        if read_between {
+            t = d.submit(&req(ReqOp::Read, far + i * 2048, 2048, false), t);
+            moved += 1 << 20;
+        }
+    }
+    t = d.submit(&req(ReqOp::Flush, 0, 0, false), t);
+    moved as f64 / t * 1e3
+}
+
+/// Runs the rule streams under every variant of `p` ([`rule_variants`]).
+pub fn rule_streams(p: &Profile) -> RuleStreams {
+    let variants = rule_variants(p);
+    type Stream = (&'static str, fn(&Profile) -> f64);
+    let streams: [Stream; 7] = [
+        (
+            "513-sector puts padded to 4 KiB, the next starting inside the pad",
+            |p| put_stream_mb_s(p, 256, 513, 1, true, false),
+        ),
+        ("the same with a 1 MiB read elsewhere after each put", |p| {
+            put_stream_mb_s(p, 256, 513, 1, true, true)
+        }),
+        ("513-sector puts appended exactly", |p| {
+            put_stream_mb_s(p, 256, 513, 1, false, false)
+        }),
+        ("the same with a 1 MiB read elsewhere after each put", |p| {
+            put_stream_mb_s(p, 256, 513, 1, false, true)
+        }),
+        ("4 MiB puts as 8 commands of 512 KiB", |p| {
+            put_stream_mb_s(p, 32, 8192, 8, false, false)
+        }),
+        ("4 MiB puts as one command each", |p| {
+            put_stream_mb_s(p, 32, 8192, 1, false, false)
+        }),
+        (
+            "one 8193-sector (4 MiB + 512 B) command on an idle drive, no flush",
+            |p| {
+                let mut d = Drive::new(p);
+                let done = d.submit(&req(ReqOp::Write, 0, 8193, false), 0.0);
+                8193.0 * 512.0 / done * 1e3
+            },
+        ),
+    ];
+    RuleStreams {
+        variants: variants.iter().map(|(name, _)| name.clone()).collect(),
+        streams: streams
+            .iter()
+            .map(|&(name, f)| RuleStream {
+                stream: name.to_string(),
+                mb_per_s: variants.iter().map(|(_, v)| f(v)).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Everything `hddsim validate` runs on `p`.
+pub fn validation(p: &Profile) -> Validation {
+    Validation {
+        checks: run(p),
+        rule_streams: rule_streams(p),
+    }
+}
+
+/// The rule-stream table for people.
+pub fn render_rule_streams(r: &RuleStreams) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nrule streams (MB/s of the data moved, the final flush included), per variant:"
+    );
+    for (i, v) in r.variants.iter().enumerate() {
+        let _ = writeln!(s, "  [{}] {v}", i + 1);
+    }
+    let _ = write!(s, "{:<68}", "stream");
+    for i in 0..r.variants.len() {
+        let _ = write!(s, " {:>8}", format!("[{}]", i + 1));
+    }
+    s.push('\n');
+    for row in &r.streams {
+        let _ = write!(s, "{:<68}", row.stream);
+        for v in &row.mb_per_s {
+            let _ = write!(s, " {v:>8.1}");
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// The table for people.

@@ -48,6 +48,37 @@ fn replay_then_demerit_against_the_measured_run() {
         sum,
         v["model"]["modelled_total_elapsed_ns"].as_u64().unwrap()
     );
+    assert!(
+        text.contains("write hits: 0 writes re-open a 4 KiB sector"),
+        "{text}"
+    );
+
+    // The first revision's rules as an override: the same model as st1000dm003-merge, under
+    // the override's name.
+    let merge = |spec: &str| -> Value {
+        let out = stdout(
+            hddsim()
+                .args(["replay", "--json", "-", "--profile", spec])
+                .arg(data("hdd-mixed.trace"))
+                .arg(data("hdd-mixed.oplog")),
+        );
+        serde_json::from_str(&out).unwrap()
+    };
+    let over = merge("st1000dm003+write_hit_clean=keep,write_hit_dirty=merge");
+    let shipped = merge("st1000dm003-merge");
+    assert_eq!(
+        over["model"]["profile"],
+        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge"
+    );
+    assert_eq!(over["ops"], shipped["ops"]);
+    assert_eq!(
+        over["model"]["modelled_total_elapsed_ns"],
+        shipped["model"]["modelled_total_elapsed_ns"]
+    );
+    assert_ne!(
+        over["model"]["modelled_total_elapsed_ns"], v["model"]["modelled_total_elapsed_ns"],
+        "the rules make a difference on this trace"
+    );
 
     // The demerit of a run against itself is 0; against the measured run it is the RMS
     // distance between the modelled and measured latencies, per kind.
@@ -90,7 +121,8 @@ fn replay_then_demerit_against_the_measured_run() {
 #[test]
 fn validate_prints_the_model_next_to_the_references() {
     let out = stdout(hddsim().args(["validate", "--profile", "st1000dm003", "--json", "-"]));
-    let checks: Value = serde_json::from_str(&out).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let checks = &v["checks"];
     let find = |prefix: &str| {
         checks
             .as_array()
@@ -116,9 +148,35 @@ fn validate_prints_the_model_next_to_the_references() {
         (c["model"].as_f64().unwrap() / 210.0 - 1.0).abs() < 0.02,
         "{c}"
     );
+    // The rule streams: exact appends cost the same under every variant; the padded puts
+    // are slower under the sourced rules than under the first revision's (keep, merge).
+    let rs = &v["rule_streams"];
+    assert_eq!(rs["variants"].as_array().unwrap().len(), 5);
+    let row = |prefix: &str| -> Vec<f64> {
+        rs["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stream"].as_str().unwrap().starts_with(prefix))
+            .unwrap()["mb_per_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let exact = row("513-sector puts appended exactly");
+    assert!(exact.iter().all(|&x| x == exact[0]), "{exact:?}");
+    let padded = row("513-sector puts padded");
+    assert!(padded[0] < padded[3] / 2.0, "{padded:?}");
     let text = stdout(hddsim().args(["validate", "--profile", "st1000dm003"]));
     assert!(
         text.contains("sister") && text.contains("flush after 64 scattered"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule streams")
+            && text.contains("[5] clear-segment, write-first, 4 MiB segments"),
         "{text}"
     );
 }

@@ -69,10 +69,15 @@ struct Emulator {
 
 impl Emulator {
     fn start(s: &Scratch, extra: &[&str]) -> Emulator {
+        Emulator::start_with(s, "st1000dm003", extra)
+    }
+
+    /// The same with the drive profile `profile` (a name, possibly with overrides).
+    fn start_with(s: &Scratch, profile: &str, extra: &[&str]) -> Emulator {
         let mp = s.path("mnt");
         std::fs::create_dir_all(&mp).unwrap();
         run(hddsim()
-            .args(["emulate", "--profile", "st1000dm003", "--backing"])
+            .args(["emulate", "--profile", profile, "--backing"])
             .arg(s.backing())
             .args(extra)
             .arg(&mp))
@@ -277,6 +282,17 @@ fn as_trace(log: &[LogLine]) -> Trace {
 #[test]
 fn virtual_clock_service_times_equal_the_models() {
     require_fuse!();
+    // The shipped profile, and the first revision's write-hit rules with 1 MiB segments
+    // given as an override: the emulator runs the model it is given.
+    for profile in [
+        "st1000dm003",
+        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge,write_segment_bytes=1048576",
+    ] {
+        virtual_clock_run(profile);
+    }
+}
+
+fn virtual_clock_run(profile_spec: &str) {
     let s = Scratch::new(256 << 20);
     let log = s.path("requests.log");
     // A fixed request sequence: (op, offset, length), sent one at a time with O_DIRECT.
@@ -296,7 +312,11 @@ fn virtual_clock_service_times_equal_the_models() {
         }
     }
     {
-        let emu = Emulator::start(&s, &["--clock", "virtual", "--log", log.to_str().unwrap()]);
+        let emu = Emulator::start_with(
+            &s,
+            profile_spec,
+            &["--clock", "virtual", "--log", log.to_str().unwrap()],
+        );
         let f = direct(&emu.disk());
         let mut buf = AlignedBuf::zeroed(1 << 20, 4096);
         for &(op, off, len) in &seq {
@@ -306,6 +326,15 @@ fn virtual_clock_service_times_equal_the_models() {
                 _ => f.sync_data().unwrap(),
             }
         }
+        // stats.json names the profile with its overrides.
+        let st = emu.stats();
+        assert!(
+            st["profile"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{profile_spec} (Seagate")),
+            "{st}"
+        );
     }
     assert_released(&s);
     let lines = parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();
@@ -316,7 +345,7 @@ fn virtual_clock_service_times_equal_the_models() {
         .collect();
     assert_eq!(seen, seq);
     // The model, one request at a time, each starting when the previous one ended.
-    let profile = hddsim::profile::load("st1000dm003").unwrap();
+    let profile = hddsim::profile::load(profile_spec).unwrap();
     let mut drive = Drive::new(&profile);
     let mut t = 0.0;
     for l in &lines {
@@ -356,6 +385,155 @@ fn refused_emulate(s: &Scratch) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The host space `path` takes: its allocated blocks.
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+/// The st1000dm003 profile's capacity: the whole drive.
+const WHOLE_DRIVE: u64 = 1_000_204_886_016;
+
+/// `hddsim emulate --create-sparse` of a whole st1000dm003 at `s`'s `whole.img`.
+fn start_whole_drive(s: &Scratch) -> Emulator {
+    let mp = s.path("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    run(hddsim()
+        .args(["emulate", "--profile", "st1000dm003", "--clock", "virtual"])
+        .arg("--create-sparse")
+        .arg("--backing")
+        .arg(s.path("whole.img"))
+        .arg(&mp))
+    .unwrap();
+    Emulator { mp }
+}
+
+#[test]
+fn a_whole_drive_sparse_backing_takes_host_space_only_for_data() {
+    require_fuse!();
+    let s = Scratch::new(512);
+    let img = s.path("whole.img");
+    let far = 900_000_000_000 / 4096 * 4096;
+    let mut mixed = pattern(1 << 20, 2);
+    mixed[256 << 10..768 << 10].fill(0);
+    {
+        let emu = start_whole_drive(&s);
+        assert_eq!(std::fs::metadata(&img).unwrap().len(), WHOLE_DRIVE);
+        assert_eq!(std::fs::metadata(emu.disk()).unwrap().len(), WHOLE_DRIVE);
+        let empty = allocated(&img);
+        assert!(empty < 1 << 20, "a fresh sparse image takes {empty} bytes");
+        let f = direct(&emu.disk());
+        f.write_all_at(&AlignedBuf::zeroed(8 << 20, 4096), 1 << 30)
+            .unwrap();
+        f.write_all_at(&pattern(4 << 20, 1), far).unwrap();
+        f.write_all_at(&mixed, far + (64 << 20)).unwrap();
+        f.sync_data().unwrap();
+        // 4 MiB of data and the 512 KiB of the mixed write's data; its 512 KiB of zeros and
+        // the 8 MiB zero write are holes.
+        let used = allocated(&img) - empty;
+        assert!(
+            ((4 << 20) + (512 << 10)..(4 << 20) + (1 << 20)).contains(&used),
+            "the image took {used} bytes"
+        );
+        let mut got = AlignedBuf::zeroed(4 << 20, 4096);
+        f.read_exact_at(&mut got, far).unwrap();
+        assert!(
+            got[..] == pattern(4 << 20, 1)[..],
+            "the data read back differs"
+        );
+        let mut got = AlignedBuf::zeroed(1 << 20, 4096);
+        f.read_exact_at(&mut got, far + (64 << 20)).unwrap();
+        assert!(got[..] == mixed[..], "the mixed write read back differs");
+        // Holes read as zeros: punched ones and ones never written (the drive's last MiB).
+        for at in [1 << 30, WHOLE_DRIVE - (1 << 20)] {
+            got.fill(7);
+            f.read_exact_at(&mut got, at).unwrap();
+            assert!(got.iter().all(|&b| b == 0), "a hole at {at} is not zeros");
+        }
+        // Zeros written over data give its host space back.
+        f.write_all_at(&AlignedBuf::zeroed(4 << 20, 4096), far)
+            .unwrap();
+        f.sync_data().unwrap();
+        let after = allocated(&img) - empty;
+        assert!(
+            after < 1 << 20,
+            "still {after} bytes after zeroing the data"
+        );
+        let st = emu.stats();
+        assert_eq!(st["backing"]["data_bytes"], (4 << 20) + (512 << 10), "{st}");
+        assert_eq!(
+            st["backing"]["punched_bytes"],
+            (8 << 20) + (512 << 10) + (4 << 20),
+            "{st}"
+        );
+    }
+    assert_released_image(&s, &img);
+}
+
+/// [`assert_released`] for an image other than `backing.img`.
+fn assert_released_image(s: &Scratch, img: &Path) {
+    assert_released(s);
+    let f = File::open(img).unwrap();
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .expect("the whole-drive image is still held");
+}
+
+#[test]
+fn mkfs_ext4_and_xfs_4096_and_their_fsck_on_the_whole_emulated_drive() {
+    require_fuse!();
+    for tool in ["mkfs.ext4", "mkfs.xfs", "e2fsck", "xfs_repair"] {
+        if testutil::which(tool).is_none() {
+            print_skip(module_path!(), &format!("{tool} is not installed"));
+            return;
+        }
+    }
+    let s = Scratch::new(512);
+    let img = s.path("whole.img");
+    {
+        let emu = start_whole_drive(&s);
+        let dev = LoopDevice::over(&emu.disk(), 512).unwrap();
+        let size = run(Command::new("blockdev").arg("--getsize64").arg(dev.path())).unwrap();
+        assert_eq!(size.trim(), WHOLE_DRIVE.to_string());
+        // ext4 as compare.sh's ext4-defaults makes it: mkfs's defaults, no journal.
+        run(Command::new("mkfs.ext4")
+            .args(["-F", "-q", "-O", "^has_journal"])
+            .arg(dev.path()))
+        .unwrap();
+        let blocks = run(Command::new("dumpe2fs").arg("-h").arg(dev.path())).unwrap();
+        assert!(
+            blocks.contains(&format!("Block count:              {}", WHOLE_DRIVE / 4096)),
+            "{blocks}"
+        );
+        run(Command::new("e2fsck").args(["-f", "-n"]).arg(dev.path()))
+            .unwrap_or_else(|e| panic!("e2fsck on the whole emulated drive: {e}"));
+        let ext4_used = allocated(&img);
+        // XFS with the real 512e drive's 4096-byte sectors.
+        run(Command::new("mkfs.xfs")
+            .args(["-f", "-q", "-s", "size=4096"])
+            .arg(dev.path()))
+        .unwrap();
+        {
+            let m = Mount::new(dev.path()).unwrap();
+            let info = run(Command::new("xfs_info").arg(m.path())).unwrap();
+            assert!(info.contains("sectsz=4096"), "{info}");
+            std::fs::write(m.path().join("f"), &pattern(1 << 20, 3)[..]).unwrap();
+        }
+        run(Command::new("xfs_repair").arg("-n").arg(dev.path()))
+            .unwrap_or_else(|e| panic!("xfs_repair on the whole emulated drive: {e}"));
+        // A terabyte drive with two filesystems made on it takes host space for their
+        // metadata only (ext4's inode tables are left to lazy init; zeros are holes).
+        let used = allocated(&img);
+        assert!(
+            ext4_used < 256 << 20 && used < 1 << 30,
+            "the image took {ext4_used} bytes after mkfs.ext4, {used} after mkfs.xfs"
+        );
+        let st = emu.stats();
+        assert_eq!(st["io_errors"], 0, "{st}");
+    }
+    assert_released_image(&s, &img);
+}
+
 #[test]
 fn a_busy_backing_image_and_bad_sizes_are_refused() {
     require_fuse!();
@@ -374,4 +552,35 @@ fn a_busy_backing_image_and_bad_sizes_are_refused() {
         .unwrap();
     let err = refused_emulate(&s);
     assert!(err.contains("8388708"), "{err}");
+    // Larger than the drive: refused, naming both sizes.
+    File::options()
+        .write(true)
+        .open(s.backing())
+        .unwrap()
+        .set_len(WHOLE_DRIVE + 512)
+        .unwrap();
+    let err = refused_emulate(&s);
+    assert!(
+        err.contains(&(WHOLE_DRIVE + 512).to_string()) && err.contains(&WHOLE_DRIVE.to_string()),
+        "{err}"
+    );
+    // --create-sparse does not replace an existing file.
+    let mp = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let out = hddsim()
+        .args(["emulate", "--profile", "st1000dm003", "--create-sparse"])
+        .arg("--backing")
+        .arg(s.backing())
+        .arg(mp.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("File exists") && err.contains("backing.img"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::metadata(s.backing()).unwrap().len(),
+        WHOLE_DRIVE + 512
+    );
 }

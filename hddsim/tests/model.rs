@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{drive4k, drive512, flush, fua, r, w};
+use common::{drive4k, drive512, drive512_merge, flush, fua, r, w};
 use hddsim::model::{Drive, DriveRequest};
 use hddsim::profile::Profile;
 use hddsim::trace::{self, ReqOp};
@@ -195,9 +195,15 @@ fn the_512e_penalty_is_for_misaligned_writes_only() {
     let three = [w(0, 513), w(513, 513), w(1026, 513), flush()];
     let (_, d) = run(&p512, &three);
     assert_eq!(d.stats().rmw_penalties, 1);
-    // The neighbouring data was read: in the cache, no penalty.
-    let (_, d) = run(&p512, &[r(1024, 8), fua(1026, 6)]);
+    // The neighbouring data was read: in the cache, no penalty while the write keeps it
+    // (keep); with the sourced rule (clear-segment) the write clears the segment the read
+    // left, and the sector is read again.
+    let (_, d) = run(&drive512_merge(), &[r(1024, 8), fua(1026, 6)]);
     assert_eq!(d.stats().rmw_penalties, 0);
+    let (_, d) = run(&p512, &[r(1024, 8), fua(1026, 6)]);
+    assert_eq!(d.stats().rmw_penalties, 1);
+    assert_eq!(d.stats().reopened_clean, 1);
+    assert_eq!(d.stats().rmw_of_reopened_clean, 1);
     let (_, d) = run(&p512, &[r(2048, 8), fua(1026, 6)]);
     assert_eq!(d.stats().rmw_penalties, 1);
     // Never with 4Kn.
@@ -256,18 +262,27 @@ fn a_flush_drains_the_cache() {
 
 #[test]
 fn just_behind_the_head_waits_most_of_a_revolution_unless_cached() {
-    let p = drive512();
+    let p = drive512_merge();
     let rev = p.revolution_ns();
     // ext4/XFS's pattern: a put padded to 520 sectors, the next starting 7 sectors back.
     let mut d = Drive::new(&p);
     let t1 = d.submit(&fua(0, 520), 0.0);
-    // (Ending on a 4 KiB boundary, so that no 512e penalty adds to the wait.)
+    // (Ending on a 4 KiB boundary, so that no 512e penalty adds to the wait, as long as the
+    // write keeps the cached copy of sector 512.)
     let t2 = d.submit(&fua(513, 527), t1);
     assert_eq!(d.stats().rmw_penalties, 0);
     let xfer = d.stream_ns(513, 1040);
     let wait = t2 - t1 - p.command_overhead_ns - xfer;
     assert!(wait > 0.95 * rev && wait < rev, "wait {wait}");
-    // Through the write cache it costs nothing at the time.
+    // Clearing the segment (the sourced rule), sector 512 must be read again: a revolution
+    // more.
+    let mut d = Drive::new(&drive512());
+    let t1 = d.submit(&fua(0, 520), 0.0);
+    let t2c = d.submit(&fua(513, 527), t1);
+    assert_eq!(d.stats().rmw_penalties, 1);
+    assert!((t2c - t1 - (t2 - t1) - rev).abs() < 1.0, "{}", t2c - t1);
+    // Through the write cache it costs nothing at the time when the write merges into the
+    // dirty copy.
     let mut d = Drive::new(&p);
     let t1 = d.submit(&w(0, 520), 0.0);
     let t2 = d.submit(&w(513, 520), t1);

@@ -119,3 +119,188 @@ fn cache_pressure_forces_a_held_partial_sector_out() {
     assert_eq!(d.stats().cache_full_waits, 1);
     assert_eq!(d.stats().rmw_penalties, 1);
 }
+
+// ---- Write hits and large commands ("Write hits", "Large commands" in docs/HDD-MODEL.md) ----
+
+/// The ST1000DM003 with its write-hit rules set to `clean` and `dirty`.
+fn variant(clean: &str, dirty: &str) -> Profile {
+    hddsim::profile::load(&format!(
+        "st1000dm003+write_hit_clean={clean},write_hit_dirty={dirty}"
+    ))
+    .unwrap()
+}
+
+const VARIANTS: [(&str, &str); 4] = [
+    ("clear-segment", "write-first"),
+    ("clear-segment", "merge"),
+    ("keep", "write-first"),
+    ("keep", "merge"),
+];
+
+#[test]
+fn a_partial_write_into_a_destaged_sector_costs_a_revolution_only_when_the_segment_is_cleared() {
+    for (clean, cost) in [("clear-segment", 1u64), ("keep", 0)] {
+        let p = variant(clean, "write-first");
+        let mut d = Drive::new(&p);
+        // ext4's put: 513 sectors padded to a 4 KiB boundary; a second later it is on the
+        // media and clean in the cache.
+        let t = d.submit(&w(0, 520), 0.0);
+        let t = d.submit(&r(0, 8), t + SECOND);
+        assert_eq!(d.dirty_sectors(), 0);
+        // The next put begins inside the last physical sector [512, 520).
+        let t = d.submit(&w(513, 527), t);
+        assert_eq!(d.stats().reopened_clean, 1, "{clean}");
+        assert_eq!(d.stats().write_first_waits, 0, "nothing dirty overlapped");
+        let f0 = t + SECOND;
+        let f = d.submit(&flush(), f0);
+        let s = d.stats();
+        assert_eq!(s.rmw_penalties, cost, "{clean}");
+        assert_eq!(s.rmw_of_reopened_clean, cost, "{clean}");
+        assert_eq!(s.rmw_for_flush, cost, "{clean}");
+        assert_eq!(s.segments_cleared, cost, "{clean}");
+        assert_eq!(s.cleared_sectors, 513 * cost, "{clean}");
+        assert_eq!(s.rmw_ns, cost as f64 * p.revolution_ns());
+        // The held piece [513, 520) is what the flush writes: with the read pass, more than a
+        // revolution; without, less.
+        let took = f - f0;
+        if cost == 1 {
+            assert!(took > p.revolution_ns(), "{took}");
+        } else {
+            assert!(took < p.revolution_ns() + p.seek_full_stroke_ns, "{took}");
+        }
+    }
+}
+
+#[test]
+fn a_write_overlapping_dirty_data_waits_for_it_under_write_first() {
+    for (dirty, waits) in [("write-first", true), ("merge", false)] {
+        let p = variant("keep", dirty);
+        let mut d = Drive::new(&p);
+        // 4 MiB dirty, then a write overlapping its last physical sector at once.
+        let t = d.submit(&w(0, 8192), 0.0);
+        assert_eq!(d.stats().reopened_dirty, 0);
+        let t2 = d.submit(&w(8185, 527), t);
+        let s = d.stats();
+        assert_eq!(s.reopened_dirty, 1);
+        let iface = 527.0 * 512.0 / 600e6 * 1e9;
+        let took = t2 - t;
+        if waits {
+            assert_eq!(s.write_first_waits, 1);
+            // The 4 MiB reach the media first (at the outer edge, about 20 ms).
+            assert!(took >= d.stream_ns(0, 8192), "{took}");
+            assert!(
+                (took - p.command_overhead_ns - s.write_first_wait_ns - iface).abs() < 1.0,
+                "{took} vs {}",
+                s.write_first_wait_ns
+            );
+        } else {
+            assert_eq!(s.write_first_waits, 0);
+            assert!((took - p.command_overhead_ns - iface).abs() < 1.0, "{took}");
+        }
+        // Under keep no read-modify-write follows either way: the overlap's sector is in the
+        // cache, clean or dirty.
+        d.submit(&flush(), t2);
+        assert_eq!(d.stats().rmw_penalties, 0, "{dirty}");
+    }
+    // With clear-segment as well, the sector written first is cleared again by the write:
+    // a read-modify-write at the flush, counted as caused by the flush, of a re-opened sector.
+    let mut d = Drive::new(&variant("clear-segment", "write-first"));
+    let t = d.submit(&w(0, 8192), 0.0);
+    let t2 = d.submit(&w(8185, 527), t);
+    d.submit(&flush(), t2);
+    let s = d.stats();
+    assert_eq!((s.write_first_waits, s.rmw_penalties), (1, 1));
+    assert_eq!((s.rmw_for_flush, s.rmw_of_reopened_clean), (1, 1));
+}
+
+#[test]
+fn write_first_on_a_held_partial_sector_forces_its_read_modify_write() {
+    let p = variant("keep", "write-first");
+    let mut d = Drive::new(&p);
+    // A misaligned put: a second later [512, 513) is held in the cache.
+    let t = d.submit(&w(0, 513), 0.0);
+    let t = d.submit(&r(0, 8), t + SECOND);
+    assert_eq!(d.dirty_sectors(), 1);
+    // A write over the held sector must wait for it, which needs the read-modify-write.
+    let t2 = d.submit(&w(512, 8), t);
+    let s = d.stats();
+    assert_eq!((s.write_first_waits, s.rmw_for_write_first), (1, 1));
+    assert!(t2 - t > p.revolution_ns());
+}
+
+#[test]
+fn exact_appends_cost_nothing_under_any_rule() {
+    for (clean, dirty) in VARIANTS {
+        let p = variant(clean, dirty);
+        for gap in [0.0, SECOND] {
+            for read_between in [false, true] {
+                let mut d = Drive::new(&p);
+                let mut t = 0.0;
+                // minfs-512 and raw: 513-sector puts, each starting where the last ended.
+                for i in 0..8u64 {
+                    t = d.submit(&w(i * 513, 513), t + gap);
+                    if read_between {
+                        // A 1 MiB read elsewhere.
+                        t = d.submit(&r(10_000_000 + i * 2048, 2048), t);
+                    }
+                }
+                // (8 × 513 sectors end on a physical-sector boundary.)
+                d.submit(&flush(), t);
+                let s = d.stats();
+                let what = format!("{clean}/{dirty} gap {gap} read {read_between}");
+                assert_eq!(s.rmw_penalties, 0, "{what}");
+                assert_eq!(s.write_first_waits, 0, "{what}");
+                assert_eq!(s.reopened_clean + s.reopened_dirty, 0, "{what}");
+                assert_eq!(s.segments_cleared, 0, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_command_larger_than_a_segment_completes_when_all_but_a_segment_is_on_the_media() {
+    let seg = 1u64 << 20;
+    let small = hddsim::profile::load(&format!("st1000dm003+write_segment_bytes={seg}")).unwrap();
+    let big = drive512();
+    // One 4 MiB command.
+    let mut d = Drive::new(&small);
+    let done = d.submit(&w(0, 8192), 0.0);
+    // 3 MiB of it on the media first: at least their transfer, at most a seek and a
+    // revolution more (and the interface time of the last segment).
+    let media = d.stream_ns(0, 6144);
+    assert!(done > media, "{done} vs {media}");
+    assert!(
+        done < media + p_bound(&small) + 2048.0 * 512.0 / 600e6 * 1e9,
+        "{done}"
+    );
+    assert!(d.stats().segment_full_waits > 0);
+    assert!(d.dirty_sectors() <= seg / 512);
+    // With a 64 MiB segment it is cached whole: the interface time only.
+    let mut d = Drive::new(&big);
+    let done_big = d.submit(&w(0, 8192), 0.0);
+    assert!((done_big - big.command_overhead_ns - 4194304.0 / 0.6).abs() < 1.0);
+    assert_eq!(d.stats().segment_full_waits, 0);
+    // A stream of 512 KiB commands fills the segment the same way: the eighth completes
+    // once 3 MiB are on the media.
+    let mut d = Drive::new(&small);
+    let mut t = 0.0;
+    for i in 0..8u64 {
+        t = d.submit(&w(i * 1024, 1024), t);
+    }
+    assert!(t > media, "{t} vs {media}");
+    assert!(
+        t < media + p_bound(&small) + 8.0 * small.command_overhead_ns + 2e6,
+        "{t}"
+    );
+    // A stream elsewhere does not count against this one's segment.
+    let mut d = Drive::new(&small);
+    let t = d.submit(&w(0, 2048), 0.0);
+    let t2 = d.submit(&w(1_000_000, 2048), t);
+    assert_eq!(d.stats().segment_full_waits, 0);
+    assert!((t2 - t - small.command_overhead_ns - 1048576.0 / 0.6).abs() < 1.0);
+}
+
+/// A seek and a revolution: the most a destage waits before its first sector.
+fn p_bound(p: &Profile) -> f64 {
+    p.seek_full_stroke_ns + p.revolution_ns()
+}

@@ -1,13 +1,17 @@
-//! docs/HDD-MODEL.md's validation table holds what `hddsim validate --profile st1000dm003`
+//! docs/HDD-MODEL.md's validation tables hold what `hddsim validate --profile st1000dm003`
 //! prints: the same figures, in the same order, to the printed precision.
 
 use std::path::Path;
 
+/// docs/HDD-MODEL.md's text.
+fn hdd_model_doc() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HDD-MODEL.md"))
+        .unwrap()
+}
+
 #[test]
 fn the_documented_validation_figures_are_the_models() {
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HDD-MODEL.md"))
-            .unwrap();
+    let doc = hdd_model_doc();
     let section = &doc[doc.find("## Validation: `hddsim validate`").unwrap()..];
     let rows: Vec<Vec<String>> = section
         .lines()
@@ -31,5 +35,33 @@ fn the_documented_validation_figures_are_the_models() {
         assert_eq!(row[3], opt(c.manual), "manual figure of `{}`", c.figure);
         assert_eq!(row[4], opt(c.sister), "sister figure of `{}`", c.figure);
         assert_eq!(row[5], c.unit, "unit of `{}`", c.figure);
+    }
+}
+
+#[test]
+fn the_documented_rule_streams_are_the_models() {
+    let doc = hdd_model_doc();
+    let section = &doc[doc.find("### Rule streams").unwrap()..];
+    let mut lines = section.lines().skip_while(|l| !l.starts_with("| stream |"));
+    let cells = |l: &str| -> Vec<String> {
+        l.trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let header = cells(lines.next().unwrap());
+    let rows: Vec<Vec<String>> = lines
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .map(cells)
+        .collect();
+    let p = hddsim::profile::load("st1000dm003").unwrap();
+    let r = hddsim::validate::rule_streams(&p);
+    assert_eq!(header[1..], r.variants[..], "variants");
+    assert_eq!(rows.len(), r.streams.len(), "rows in the doc vs streams");
+    for (row, s) in rows.iter().zip(&r.streams) {
+        assert_eq!(row[0], s.stream);
+        let want: Vec<String> = s.mb_per_s.iter().map(|v| format!("{v:.1}")).collect();
+        assert_eq!(row[1..], want[..], "figures of `{}`", s.stream);
     }
 }

@@ -20,7 +20,8 @@ use crate::run::report::RunReport;
 #[derive(Debug, Clone, Args)]
 pub struct HddReplayArgs {
     /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
-    /// `st1000dm003-4kn`).
+    /// `st1000dm003-merge`, `st1000dm003-4kn`), optionally with overrides:
+    /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
     /// The block trace (tracefs `trace` text with block_rq_issue/block_rq_complete, trace_clock

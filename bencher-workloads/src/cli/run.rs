@@ -16,6 +16,7 @@ use clap::Args;
 use super::{load, WorkloadArgs};
 use crate::run::backend::{self, BackendSpec, Setup};
 use crate::run::capacity;
+use crate::run::content::Content;
 use crate::run::oplog::OpLog;
 use crate::run::report::{RunInfo, RunReport};
 use crate::run::{progress_bar, ExecOptions, Hooks};
@@ -53,6 +54,11 @@ pub struct RunArgs {
     /// delete_range result; a wrong lump fails the run with its id.
     #[arg(long)]
     pub verify: bool,
+    /// What the lumps hold: `stream`, each lump's own deterministic bytes (checkable by
+    /// `--verify`), or `zeros` (for timing runs on an emulated drive whose backing stores
+    /// zeros as holes; `--verify` then only checks the bytes are zero).
+    #[arg(long, value_enum, default_value = "stream")]
+    pub content: Content,
     /// Write the report as JSON to FILE (`-`: to stdout, instead of the text).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -179,6 +185,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
         ops,
         ExecOptions {
             verify: args.verify,
+            content: args.content,
         },
         &mut hooks,
     ) {
@@ -217,6 +224,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
         scale: args.workload.scale,
         sync_every: args.workload.sync_every.map(|n| n.get()),
         verify: args.verify,
+        content: args.content,
     };
     drop(opened);
     let report = RunReport::new(info, &outcome);

@@ -104,6 +104,30 @@ pub struct DriveWork {
     pub read_destage_wait_ns: Option<f64>,
     /// Time the media worked (ns).
     pub media_busy_ns: Option<f64>,
+    /// Writes re-opening a 4 KiB sector, counted from the trace (no model).
+    pub reopen_writes: Option<u64>,
+    /// Those with a read between the previous write and them.
+    pub reopen_writes_after_read: Option<u64>,
+    /// Physical sectors the drive held whole, all clean, that a write covered in part.
+    pub reopened_clean: Option<u64>,
+    /// The same with some of it dirty.
+    pub reopened_dirty: Option<u64>,
+    /// Writes that waited for the dirty data they overlap (`write-first`).
+    pub write_first_waits: Option<u64>,
+    /// Their wait (ns).
+    pub write_first_wait_ns: Option<f64>,
+    /// Write pieces that waited for room in their segment.
+    pub segment_full_waits: Option<u64>,
+    /// Their wait (ns).
+    pub segment_full_wait_ns: Option<f64>,
+    /// Read-modify-writes forced by a flush.
+    pub rmw_for_flush: Option<u64>,
+    /// Read-modify-writes forced by cache or segment pressure.
+    pub rmw_for_pressure: Option<u64>,
+    /// Read-modify-writes forced by a write waiting for dirty data (`write-first`).
+    pub rmw_for_write_first: Option<u64>,
+    /// Read-modify-writes of sectors a write re-opened and cleared.
+    pub rmw_of_reopened_clean: Option<u64>,
 }
 
 /// A modelled run: the run's report with modelled times, and the model's figures.

@@ -438,9 +438,14 @@ fn header(out: &mut String, cmp: &Comparison) {
     match m.block_size {
         Some(b) => facts.push(format!("block size {b} bytes")),
         // compare.sh without --block-size: minfs at MinfsNvm's 4096, the others at 512.
-        None if m.targets.is_some() => {
-            facts.push("each target's default block size (minfs 4096, the others 512)".into())
-        }
+        None if m.targets.is_some() => facts.push(
+            if cmp.targets.iter().any(|t| t.contains('@')) {
+                "each target's default block size (minfs 4096, the others 512; TARGET@N at N)"
+            } else {
+                "each target's default block size (minfs 4096, the others 512)"
+            }
+            .into(),
+        ),
         None => {}
     }
     facts.push(match m.seed {
@@ -650,6 +655,67 @@ fn drive_work_table(out: &mut String, cmp: &Comparison, w: usize, profile: &str)
     }
 }
 
+/// A count and a time, `3 (1.20 s)`, or `—`.
+fn count_time(n: Option<u64>, t: Option<f64>) -> String {
+    match n {
+        Some(n) => format!("{} ({})", format::thousands(n), format::opt_time(t)),
+        None => "—".to_string(),
+    }
+}
+
+/// Per target, the writes that re-open a 4 KiB sector as counted from the trace, next to
+/// what the modelled drive made of them (its median modelled run).
+fn write_hits_table(out: &mut String, cmp: &Comparison, w: usize, profile: &str) {
+    let rows: Vec<(String, &DriveWork)> = cmp
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(t, target)| {
+            let run = median_run(&cmp.cells[w][t].modelled(profile))?;
+            Some((md(target), &run.model.work))
+        })
+        .collect();
+    if !rows.iter().any(|(_, d)| d.reopen_writes.is_some()) {
+        return;
+    }
+    out.push_str(
+        "\nWrites into data the drive already holds. **Re-opening writes** are counted from \
+         the trace alone: writes starting inside the 4 KiB sector just below the previous \
+         write's 4 KiB-aligned end (ext4's and XFS's zero-padded block tails), and how many \
+         of them came after a read. The rest is what the modelled drive made of them \
+         (docs/HDD-MODEL.md, \"Write hits\"): physical sectors it held whole that a write \
+         covered in part (**re-opened**, clean / dirty), writes that waited for the dirty \
+         data they overlap (**write-first waits**), write pieces that waited for room in \
+         their segment, and the 512e read-modify-writes by what forced them (flush / \
+         pressure / write-first) and how many were of a re-opened sector whose rest the \
+         write had cleared.\n\n\
+         | Target | writes | re-opening writes | after a read | re-opened clean / dirty \
+         | write-first waits | segment waits | read-modify-writes: flush / pressure / \
+         write-first | of re-opened sectors |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (target, d) in rows {
+        let pair = match (d.reopened_clean, d.reopened_dirty) {
+            (None, None) => "—".to_string(),
+            (c, r) => format!("{} / {}", opt_count(c), opt_count(r)),
+        };
+        let causes = match (d.rmw_for_flush, d.rmw_for_pressure, d.rmw_for_write_first) {
+            (None, None, None) => "—".to_string(),
+            (f, p, wf) => format!("{} / {} / {}", opt_count(f), opt_count(p), opt_count(wf)),
+        };
+        let _ = writeln!(
+            out,
+            "| {target} | {} | {} | {} | {pair} | {} | {} | {causes} | {} |",
+            opt_count(d.writes),
+            opt_count(d.reopen_writes),
+            opt_count(d.reopen_writes_after_read),
+            count_time(d.write_first_waits, d.write_first_wait_ns),
+            count_time(d.segment_full_waits, d.segment_full_wait_ns),
+            opt_count(d.rmw_of_reopened_clean),
+        );
+    }
+}
+
 fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str) {
     let source = Source::Modelled(&p.id);
     let (base, _) = baseline_words(cmp);
@@ -722,6 +788,7 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str)
             reports.push(rs);
         }
         drive_work_table(out, cmp, w, &p.id);
+        write_hits_table(out, cmp, w, &p.id);
         out.push_str("\nModelled latency per kind of operation (median over runs):\n\n");
         kind_table(out, &cmp.targets, &reports);
     }

@@ -64,11 +64,11 @@ pub enum Command {
     OverWrite(u32),
     /// `Embed(n)`: a new embedded lump of n bytes.
     Embed(u32),
-    /// `Get`: read a uniformly chosen live lump.
+    /// `Get`: read a live lump chosen as `Get(0, 100)` chooses (cannyls_bencher's meaning).
     Get,
     /// `Get(l, r)`: read a lump chosen by position among the live ones (l ≤ r, both 0–100).
     GetAt(u8, u8),
-    /// `Delete`: delete a uniformly chosen live lump.
+    /// `Delete`: delete a live lump chosen as `Delete(0, 100)` chooses (cannyls_bencher's meaning).
     Delete,
     /// `Delete(l, r)`: delete a lump chosen by position (l ≤ r, both 0–100).
     DeleteAt(u8, u8),

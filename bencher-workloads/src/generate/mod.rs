@@ -8,7 +8,9 @@
 //! exactly positions `x..y` of the list.
 //!
 //! Choices where the specification is silent (also in the README):
-//! - `Get` / `Delete` / `OverWrite` pick a position uniformly in `0..L`.
+//! - `OverWrite` picks a position uniformly in `0..L`; `Get` and `Delete` without bounds are
+//!   `Get(0, 100)` and `Delete(0, 100)`, as in cannyls_bencher (so position 0, the oldest, is
+//!   twice as likely as any other).
 //! - `Get(l, r)` / `Delete(l, r)`: p uniformly in `[⌊L·l/100⌋, ⌊L·r/100⌋]`, or
 //!   `p = ⌊L·l/100⌋` without drawing from the generator when `l == r`; index
 //!   `max(p − 1, 0)`, also clamped to `L − 1` as a safety net (it cannot trigger: with
@@ -434,16 +436,18 @@ impl Generator {
                     });
                 }
             }
+            // As in cannyls_bencher: `Get` is `Get(0, 100)` (the oldest lump twice as likely).
             Command::Get => {
-                let pos = self.uniform(len);
+                let pos = self.position(len, 0, 100);
                 self.get(pos);
             }
             Command::GetAt(l, r) => {
                 let pos = self.position(len, l, r);
                 self.get(pos);
             }
+            // As in cannyls_bencher: `Delete` is `Delete(0, 100)`.
             Command::Delete => {
-                let pos = self.uniform(len);
+                let pos = self.position(len, 0, 100);
                 self.delete(pos);
             }
             Command::DeleteAt(l, r) => {

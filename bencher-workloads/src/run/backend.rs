@@ -685,7 +685,10 @@ mod tests {
                 },
                 Op::Get { id: 1, size: 5000 },
             ];
-            let opts = ExecOptions { verify: true };
+            let opts = ExecOptions {
+                verify: true,
+                ..ExecOptions::default()
+            };
             let outcome = opened.storage.execute(&ops, opts, &mut Hooks::default());
             assert!(outcome.is_ok(), "{outcome:?}");
         }

@@ -19,6 +19,52 @@
 //! assert_ne!(content::bytes(7, 1, 8), content::bytes(7, 0, 8)); // another version
 //! ```
 
+/// What `minfs-bench run` puts in each lump (`--content`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Content {
+    /// The lump's stream ([`fill`]): every read can be checked against its id and version.
+    #[default]
+    Stream,
+    /// All zeros: for timing runs on a drive whose backing stores zeros as holes (an emulated
+    /// whole drive), where the stream's bytes would take host space. A read is checked to be
+    /// all zeros, which cannot tell one lump or version from another.
+    Zeros,
+}
+
+impl Content {
+    /// Fills `buf` with the content of lump `id` at `version`.
+    pub fn fill(self, id: u64, version: u32, buf: &mut [u8]) {
+        count_call();
+        match self {
+            Content::Stream => fill(id, version, buf),
+            Content::Zeros => buf.fill(0),
+        }
+    }
+
+    /// The offset of the first byte of `data` that is not the content of lump `id` at
+    /// `version`, and the byte expected there.
+    pub fn first_mismatch(self, id: u64, version: u32, data: &[u8]) -> Option<(usize, u8)> {
+        count_call();
+        match self {
+            Content::Stream => {
+                first_mismatch(id, version, data).map(|at| (at, bytes(id, version, at + 1)[at]))
+            }
+            Content::Zeros => data.iter().position(|&b| b != 0).map(|at| (at, 0)),
+        }
+    }
+}
+
 /// splitmix64: a good 64-bit mixer (Steele, Lea, Flood 2014).
 fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -50,6 +96,19 @@ impl Stream {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`Content::fill`] and [`Content::first_mismatch`] on this thread (tests:
+    /// content work must stay outside an operation's timed span).
+    pub(crate) static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[inline(always)]
+fn count_call() {
+    #[cfg(test)]
+    CALLS.with(|c| c.set(c.get() + 1));
 }
 
 /// Fills `buf` with the first `buf.len()` bytes of the content of lump `id` at `version`.
@@ -103,6 +162,23 @@ fn first_difference(a: &[u8], b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeros_fill_and_check_zeros() {
+        let mut buf = vec![7u8; 100];
+        Content::Zeros.fill(3, 1, &mut buf);
+        assert!(buf.iter().all(|&b| b == 0));
+        assert_eq!(Content::Zeros.first_mismatch(3, 1, &buf), None);
+        buf[42] = 1;
+        assert_eq!(Content::Zeros.first_mismatch(3, 1, &buf), Some((42, 0)));
+        Content::Stream.fill(3, 1, &mut buf);
+        assert_eq!(buf, bytes(3, 1, 100));
+        buf[9] ^= 1;
+        assert_eq!(
+            Content::Stream.first_mismatch(3, 1, &buf),
+            Some((9, bytes(3, 1, 10)[9]))
+        );
+    }
 
     #[test]
     fn deterministic_and_distinct() {

@@ -23,6 +23,8 @@ pub struct ExecOptions {
     /// return values of `put` (new or replaced), `delete` and `delete_range` (exactly the live
     /// lumps in the range).
     pub verify: bool,
+    /// What the puts store (and `verify` checks).
+    pub content: content::Content,
 }
 
 /// Where a run reports as it goes: the op-log and the progress bar, both optional.
@@ -167,7 +169,7 @@ fn check_read(
     id: u64,
     version: u32,
     size: Option<u32>,
-    content: bool,
+    content: Option<content::Content>,
 ) -> Result<(), String> {
     let Some(data) = data else {
         return Err("the lump is live but the storage returned nothing (None)".into());
@@ -178,9 +180,8 @@ fn check_read(
             return Err(format!("read {} bytes, expected {size} bytes", bytes.len()));
         }
     }
-    if content {
-        if let Some(at) = content::first_mismatch(id, version, bytes) {
-            let expected = content::bytes(id, version, at + 1)[at];
+    if let Some(content) = content {
+        if let Some((at, expected)) = content.first_mismatch(id, version, bytes) {
             return Err(format!(
                 "content differs at byte {at} of {}: expected 0x{expected:02x}, found 0x{:02x} \
                  (version {version})",
@@ -207,7 +208,21 @@ pub fn execute<N: NonVolatileMemory>(
     opts: ExecOptions,
     hooks: &mut Hooks,
 ) -> Result<Outcome, RunError> {
-    let result = execute_inner(storage, ops, opts, hooks);
+    execute_with_clock(storage, ops, opts, hooks, &mut monotonic_ns)
+}
+
+/// [`execute`] timed by `clock` (nanoseconds): it is read once before the first operation,
+/// just before and just after each Cannyls call, and once after the last operation. What
+/// happens between the two reads around a call is what that operation's time measures; a
+/// test clock sees exactly that.
+fn execute_with_clock<N: NonVolatileMemory>(
+    storage: &mut Storage<N>,
+    ops: &[Op],
+    opts: ExecOptions,
+    hooks: &mut Hooks,
+    clock: &mut dyn FnMut() -> u64,
+) -> Result<Outcome, RunError> {
+    let result = execute_inner(storage, ops, opts, hooks, clock);
     if let Some(log) = hooks.op_log.as_mut() {
         let flushed = log.flush().map_err(RunError::OpLog);
         if result.is_ok() {
@@ -226,6 +241,7 @@ fn execute_inner<N: NonVolatileMemory>(
     ops: &[Op],
     opts: ExecOptions,
     hooks: &mut Hooks,
+    clock: &mut dyn FnMut() -> u64,
 ) -> Result<Outcome, RunError> {
     let mut lumps = Lumps::default();
     let mut out = Outcome {
@@ -239,7 +255,7 @@ fn execute_inner<N: NonVolatileMemory>(
     };
     let mut peak_usage = 0u64;
     let mut last_progress = 0u64;
-    let wall_start = monotonic_ns();
+    let wall_start = clock();
     for (seq, op) in ops.iter().enumerate() {
         let cannyls_error = |error: cannyls::Error| RunError::Cannyls {
             seq,
@@ -259,19 +275,19 @@ fn execute_inner<N: NonVolatileMemory>(
                 let version = lumps.next_version(id);
                 let data = if embedded {
                     let mut bytes = vec![0; size as usize];
-                    content::fill(id, version, &mut bytes);
+                    opts.content.fill(id, version, &mut bytes);
                     LumpData::new_embedded(bytes).map_err(cannyls_error)?
                 } else {
                     let mut data = storage
                         .allocate_lump_data(size as usize)
                         .map_err(cannyls_error)?;
-                    content::fill(id, version, data.as_bytes_mut());
+                    opts.content.fill(id, version, data.as_bytes_mut());
                     data
                 };
                 let lid = lump_id(id);
-                let start = monotonic_ns();
+                let start = clock();
                 let result = storage.put(&lid, &data);
-                let end = monotonic_ns();
+                let end = clock();
                 let created = result.map_err(cannyls_error)?;
                 drop(data);
                 let was_live = lumps.live.insert(id, size).is_some();
@@ -298,16 +314,16 @@ fn execute_inner<N: NonVolatileMemory>(
             }
             Op::Get { id, size } => {
                 let lid = lump_id(id);
-                let start = monotonic_ns();
+                let start = clock();
                 let result = storage.get(&lid);
-                let end = monotonic_ns();
+                let end = clock();
                 let data = result.map_err(cannyls_error)?;
                 check_read(
                     data.as_ref(),
                     id,
                     lumps.version(id),
                     Some(size),
-                    opts.verify,
+                    opts.verify.then_some(opts.content),
                 )
                 .map_err(|problem| verify_error(id, problem))?;
                 drop(data);
@@ -319,15 +335,20 @@ fn execute_inner<N: NonVolatileMemory>(
                 if opts.verify {
                     let data = storage.get(&lid).map_err(cannyls_error)?;
                     let size = lumps.live.get(&id).copied();
-                    check_read(data.as_ref(), id, lumps.version(id), size, true).map_err(
-                        |problem| {
-                            verify_error(id, format!("read back before the delete: {problem}"))
-                        },
-                    )?;
+                    check_read(
+                        data.as_ref(),
+                        id,
+                        lumps.version(id),
+                        size,
+                        Some(opts.content),
+                    )
+                    .map_err(|problem| {
+                        verify_error(id, format!("read back before the delete: {problem}"))
+                    })?;
                 }
-                let start = monotonic_ns();
+                let start = clock();
                 let result = storage.delete(&lid);
-                let end = monotonic_ns();
+                let end = clock();
                 let deleted = result.map_err(cannyls_error)?;
                 lumps.live.remove(&id);
                 if opts.verify && !deleted {
@@ -343,9 +364,9 @@ fn execute_inner<N: NonVolatileMemory>(
                 end: last,
             } => {
                 let range = lump_id(first)..lump_id(last);
-                let start = monotonic_ns();
+                let start = clock();
                 let result = storage.delete_range(range);
-                let end = monotonic_ns();
+                let end = clock();
                 let mut removed: Vec<u64> = result
                     .map_err(cannyls_error)?
                     .iter()
@@ -384,9 +405,9 @@ fn execute_inner<N: NonVolatileMemory>(
                 (StatKind::DeleteRange, 0, start, end)
             }
             Op::Sync => {
-                let start = monotonic_ns();
+                let start = clock();
                 let result = storage.journal_sync();
-                let end = monotonic_ns();
+                let end = clock();
                 result.map_err(cannyls_error)?;
                 (StatKind::Sync, 0, start, end)
             }
@@ -405,7 +426,171 @@ fn execute_inner<N: NonVolatileMemory>(
             }
         }
     }
-    out.wall_ns = monotonic_ns() - wall_start;
+    out.wall_ns = clock() - wall_start;
     out.data_usage_peak_bytes = Some(peak_usage);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Read, Seek, SeekFrom, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use cannyls::block::BlockSize;
+    use cannyls::nvm::MemoryNvm;
+    use cannyls::storage::StorageBuilder;
+
+    use super::*;
+    use crate::dsl::parse;
+    use crate::generate::{expand, GenerateOptions};
+
+    /// Device calls seen by a [`CountingNvm`] and its split halves.
+    #[derive(Debug, Default)]
+    struct Counts {
+        reads: AtomicU64,
+        writes: AtomicU64,
+    }
+
+    /// A `MemoryNvm` that counts the reads and writes Cannyls makes.
+    #[derive(Debug)]
+    struct CountingNvm {
+        inner: MemoryNvm,
+        counts: Arc<Counts>,
+    }
+
+    impl Read for CountingNvm {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.counts.reads.fetch_add(1, Ordering::SeqCst);
+            self.inner.read(buf)
+        }
+    }
+
+    impl Write for CountingNvm {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.counts.writes.fetch_add(1, Ordering::SeqCst);
+            self.inner.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.inner.flush()
+        }
+    }
+
+    impl Seek for CountingNvm {
+        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    impl NonVolatileMemory for CountingNvm {
+        fn sync(&mut self) -> cannyls::Result<()> {
+            self.inner.sync()
+        }
+        fn position(&self) -> u64 {
+            self.inner.position()
+        }
+        fn capacity(&self) -> u64 {
+            self.inner.capacity()
+        }
+        fn block_size(&self) -> BlockSize {
+            self.inner.block_size()
+        }
+        fn split(self, position: u64) -> cannyls::Result<(Self, Self)> {
+            let (a, b) = self.inner.split(position)?;
+            let counts = self.counts;
+            Ok((
+                CountingNvm {
+                    inner: a,
+                    counts: Arc::clone(&counts),
+                },
+                CountingNvm { inner: b, counts },
+            ))
+        }
+    }
+
+    /// What an operation's time covers: only its Cannyls call. Content is generated (puts)
+    /// and checked (`--verify`: gets, and deletes, which read the lump back first) outside
+    /// the span, and no read of a check happens inside the span of a put or delete.
+    #[test]
+    fn the_timed_span_of_an_operation_holds_only_its_cannyls_call() {
+        for content in [content::Content::Stream, content::Content::Zeros] {
+            timed_spans_hold_only_the_cannyls_call(content);
+        }
+    }
+
+    fn timed_spans_hold_only_the_cannyls_call(content: content::Content) {
+        let counts = Arc::new(Counts::default());
+        let nvm = CountingNvm {
+            inner: MemoryNvm::new(vec![0; 16 << 20]),
+            counts: Arc::clone(&counts),
+        };
+        let mut storage = StorageBuilder::new()
+            .journal_region_ratio(0.25)
+            .create(nvm)
+            .unwrap();
+        let workload = parse(
+            "t.wl",
+            "Command { 20.times { New(5000); Embed(100); }; 10.times { Get; OverWrite(7000); }; \
+             Get(0, 10); Delete; Delete(50, 60); DeleteRange(0, 50); Sync; }",
+        )
+        .unwrap();
+        let ops = expand(&workload, &GenerateOptions::default()).unwrap().ops;
+        // At each clock read: (content calls, device reads, device writes) so far.
+        let mut marks: Vec<(u64, u64, u64)> = Vec::new();
+        let mut clock = || {
+            marks.push((
+                content::CALLS.with(|c| c.get()),
+                counts.reads.load(Ordering::SeqCst),
+                counts.writes.load(Ordering::SeqCst),
+            ));
+            marks.len() as u64
+        };
+        let outcome = execute_with_clock(
+            &mut storage,
+            &ops,
+            ExecOptions {
+                verify: true,
+                content,
+            },
+            &mut Hooks::default(),
+            &mut clock,
+        )
+        .unwrap();
+        assert_eq!(outcome.ops, ops.len() as u64);
+        // The run's first and last reads, and two around each call.
+        assert_eq!(marks.len(), 2 + 2 * ops.len());
+        let (mut puts, mut gets) = (0, 0);
+        for (i, op) in ops.iter().enumerate() {
+            let (start, end) = (marks[1 + 2 * i], marks[2 + 2 * i]);
+            let what = format!("{content:?}: operation #{i} ({})", OpText(*op));
+            assert_eq!(
+                start.0, end.0,
+                "{what}: content generated or checked in its timed span"
+            );
+            match op {
+                Op::Put {
+                    embedded: false, ..
+                } => {
+                    assert_eq!(start.1, end.1, "{what}: a device read in its timed span");
+                    assert!(
+                        end.2 > start.2,
+                        "{what}: its data was not written in its span"
+                    );
+                    puts += 1;
+                }
+                Op::Get { .. } => {
+                    assert!(end.1 > start.1, "{what}: nothing read in its span");
+                    gets += 1;
+                }
+                Op::Put { .. } | Op::Delete { .. } | Op::DeleteRange { .. } => {
+                    assert_eq!(start.1, end.1, "{what}: a device read in its timed span");
+                }
+                Op::Sync => {}
+            }
+        }
+        assert_eq!((puts, gets), (30, 11));
+        // The checks did run, outside the spans: every put's content was generated, every
+        // get and delete checked.
+        assert!(marks.last().unwrap().0 >= 40 + 11 + 2);
+    }
 }

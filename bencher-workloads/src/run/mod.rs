@@ -16,7 +16,7 @@
 //!     force: false,
 //! };
 //! let mut opened = backend::open(&backend::BackendSpec::Memory, &setup)?;
-//! let outcome = opened.storage.execute(&ops, ExecOptions { verify: true }, &mut Hooks::default())?;
+//! let outcome = opened.storage.execute(&ops, ExecOptions { verify: true, ..Default::default() }, &mut Hooks::default())?;
 //! assert_eq!(outcome.ops, 13);
 //! assert_eq!(outcome.recorder.overall().count(), 13);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -66,6 +66,10 @@ pub struct RunInfo {
     pub sync_every: Option<u64>,
     /// `--verify`.
     pub verify: bool,
+    /// `--content`: what the lumps held (absent in reports made before the option: the
+    /// stream).
+    #[serde(default)]
+    pub content: crate::run::content::Content,
 }
 
 fn per_sec(bytes: u64, ns: u64) -> f64 {

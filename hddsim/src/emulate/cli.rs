@@ -1,8 +1,8 @@
 //! `hddsim emulate` and `hddsim umount`.
 //!
 //! ```text
-//! hddsim emulate --profile PROFILE --backing IMAGE [--clock real|virtual] [--log FILE]
-//!                [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
+//! hddsim emulate --profile PROFILE --backing IMAGE [--create-sparse] [--clock real|virtual] [--log FILE]
+//!                [--write-log FILE] [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
 //! ```
 //!
@@ -11,8 +11,7 @@
 //! `minfs::fuse::daemon`). `umount` returns once the server has exited, so the backing image
 //! is free again.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -20,9 +19,8 @@ use std::time::Duration;
 use fuser::MountOption;
 use minfs::fuse::daemon::{self, Started};
 use minfs::fuse::mounts;
-use minfs::AlignedBuf;
-use nix::fcntl::{Flock, FlockArg};
 
+use super::backing::{self, Backing};
 use super::server::EmulatorFs;
 use super::{Clock, DriveQueue};
 use crate::profile;
@@ -33,13 +31,21 @@ pub const FSTYPE: &str = "fuse.hddsim";
 /// `hddsim emulate`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EmulateArgs {
-    /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`, …).
+    /// The drive profile: a file, or a name in hddsim/profiles (`st1000dm003`,
+    /// `st1000dm003-merge`, `st1000dm003-4kn`), optionally with overrides:
+    /// `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g. `st1000dm003+write_hit_clean=keep`).
     #[arg(long, value_name = "PROFILE")]
     pub profile: String,
     /// The image holding the drive's data (its size is the drive's; a multiple of 512 bytes,
     /// at most the profile's capacity). Held exclusively (flock) while the emulator runs.
+    /// Zeros written to it are stored as holes (punched), so a sparse image of the whole
+    /// drive takes host space only for the data.
     #[arg(long, value_name = "IMAGE")]
     pub backing: PathBuf,
+    /// Create IMAGE first: a sparse file of the profile's whole capacity (no host space
+    /// until data is written). Refused if IMAGE exists.
+    #[arg(long)]
+    pub create_sparse: bool,
     /// `real`: replies wait for their modelled completion. `virtual`: replies are immediate
     /// and each request starts when the previous one completed (deterministic, for tests).
     #[arg(long, value_enum, default_value = "real")]
@@ -47,6 +53,11 @@ pub struct EmulateArgs {
     /// Write one line per request (op, sectors, modelled arrival/start/end) to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Record every write (position, length, data) and flush the drive accepts, in order, to
+    /// FILE (docs/WRITELOG.md): the initial image plus these writes is the final image, and
+    /// crash states are built from them (`crashcheck`).
+    #[arg(long, value_name = "FILE")]
+    pub write_log: Option<PathBuf>,
     /// Write the final statistics (as `stats.json` in the mount) to FILE at unmount.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
@@ -82,6 +93,12 @@ pub struct UmountArgs {
 
 /// Runs `hddsim emulate`; the message of an error is for stderr.
 pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    if a.create_sparse && !a.daemon_child {
+        let capacity = profile::load(&a.profile)
+            .map_err(|e| e.to_string())?
+            .capacity_bytes;
+        backing::create_sparse(&a.backing, capacity)?;
+    }
     if a.foreground || a.daemon_child {
         return serve(a, out);
     }
@@ -103,6 +120,9 @@ pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), Stri
     }
     if let Some(s) = &a.stats {
         cmd.arg("--stats").arg(absolute(s)?);
+    }
+    if let Some(w) = &a.write_log {
+        cmd.arg("--write-log").arg(absolute(w)?);
     }
     if a.sync_backing {
         cmd.arg("--sync-backing");
@@ -129,59 +149,6 @@ fn absolute(p: &Path) -> Result<PathBuf, String> {
     std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// The backing image, open with O_DIRECT and held exclusively.
-struct Backing {
-    file: File,
-    _lock: Flock<File>,
-    size: u64,
-    path: PathBuf,
-}
-
-fn open_backing(path: &Path, capacity: u64) -> Result<Backing, String> {
-    let shown = path.display();
-    let path = path
-        .canonicalize()
-        .map_err(|e| format!("{shown}: cannot open the backing image: {e}"))?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown}: the backing image must be a regular file"));
-    }
-    let size = meta.len();
-    if size == 0 || size % 512 != 0 || size > capacity {
-        return Err(format!(
-            "{shown}: the backing image's size {size} must be a non-zero multiple of 512 bytes \
-             and at most the profile's capacity {capacity}"
-        ));
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&path)
-        .map_err(|e| format!("{shown}: cannot open the backing image with O_DIRECT: {e}"))?;
-    let dup = file.try_clone().map_err(|e| format!("{shown}: {e}"))?;
-    let lock = Flock::lock(dup, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
-        if e == nix::errno::Errno::EWOULDBLOCK {
-            format!(
-                "{shown}: busy: another process holds the backing image (flock); is an \
-                 emulator already serving it?"
-            )
-        } else {
-            format!("{shown}: flock: {e}")
-        }
-    })?;
-    let mut probe = AlignedBuf::zeroed(512, 4096);
-    file.read_exact_at(&mut probe, 0).map_err(|e| {
-        format!("{shown}: a 512-byte O_DIRECT read of the backing image failed: {e}")
-    })?;
-    Ok(Backing {
-        file,
-        _lock: lock,
-        size,
-        path,
-    })
-}
-
 fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let signals = daemon::prepare_server(a.daemon_child).map_err(|e| e.to_string())?;
     let profile = profile::load(&a.profile).map_err(|e| e.to_string())?;
@@ -201,26 +168,29 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
             ));
         }
     }
-    let backing = open_backing(&a.backing, profile.capacity_bytes)?;
+    let backing = Backing::open(&a.backing, profile.capacity_bytes)?;
     let log = match &a.log {
         Some(p) => Some(File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
     };
     let queue = DriveQueue::new(&profile, a.clock, log).map_err(|e| format!("request log: {e}"))?;
-    let fs = EmulatorFs::with_options(
-        backing
-            .file
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", backing.path.display()))?,
-        backing.size,
-        &profile.name,
+    let (size, path) = (backing.size(), backing.path().to_path_buf());
+    let mut fs = EmulatorFs::with_options(
+        backing,
+        &format!("{} ({})", profile.stem, profile.name),
         queue,
         a.stats.clone(),
         a.sync_backing,
     );
+    if let Some(p) = &a.write_log {
+        let f = File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let w = super::writelog::Writer::new(std::io::BufWriter::with_capacity(8 << 20, f), size)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        fs.set_write_log(w);
+    }
     let errors = fs.shutdown_errors();
     let options = [
-        MountOption::FSName(backing.path.display().to_string()),
+        MountOption::FSName(path.display().to_string()),
         MountOption::CUSTOM("subtype=hddsim".into()),
         MountOption::DefaultPermissions,
         MountOption::NoDev,
@@ -238,8 +208,8 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
              it is unmounted (`hddsim umount {}`, or Ctrl-C)",
             mp.display(),
             profile.name,
-            backing.path.display(),
-            backing.size,
+            path.display(),
+            size,
             a.clock,
             mp.display()
         )
@@ -250,7 +220,6 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let served = session.run();
     // Ends the session: destroy() waits for the requests in service and writes the log.
     drop(session);
-    drop(backing);
     served.map_err(|e| format!("{}: serving failed: {e}", mp.display()))?;
     let errors = errors.lock().unwrap_or_else(|e| e.into_inner()).join("; ");
     if errors.is_empty() {

@@ -14,8 +14,10 @@
 //! service times are only recorded: the same request sequence gives the same times on every
 //! run, for tests.
 
+pub mod backing;
 pub mod cli;
 pub mod server;
+pub mod writelog;
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -29,8 +29,6 @@
 //! remounted.
 
 use std::ffi::OsStr;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -44,6 +42,7 @@ use libc::c_int;
 use minfs::AlignedBuf;
 use serde::Serialize;
 
+use super::backing::{Backing, BackingStats};
 use super::{Clock, DriveQueue, RequestStats, Scheduled};
 use crate::model::DriveStats;
 use crate::trace::ReqOp;
@@ -139,7 +138,7 @@ impl Pending {
 /// State shared by the session thread and the workers.
 #[derive(Debug)]
 struct Shared {
-    backing: File,
+    backing: Backing,
     queue: Mutex<DriveQueue>,
     poisoned: AtomicBool,
     outstanding: AtomicU64,
@@ -147,6 +146,7 @@ struct Shared {
     late_replies: AtomicU64,
     late_ns: AtomicU64,
     io_errors: AtomicU64,
+    fallocates_refused: AtomicU64,
     pending: Mutex<Pending>,
     pending_changed: std::sync::Condvar,
     /// The session has ended: replies are no longer awaited.
@@ -199,7 +199,8 @@ impl Shared {
 pub struct Snapshot {
     /// hddsim's version.
     pub version: &'static str,
-    /// The profile's name.
+    /// The profile: its stem, with any overrides (`st1000dm003+write_hit_dirty=merge`), and
+    /// its name in parentheses.
     pub profile: String,
     /// `real` or `virtual`.
     pub clock: Clock,
@@ -218,6 +219,10 @@ pub struct Snapshot {
     pub late_ns: u64,
     /// Failed backing reads, writes and flushes.
     pub io_errors: u64,
+    /// fallocate requests (a loop device's discards and write-zeroes) answered EOPNOTSUPP.
+    pub fallocates_refused: u64,
+    /// What the backing image took (data written, zeros punched, host space now).
+    pub backing: BackingStats,
     /// Dirty sectors in the modelled cache after the last request.
     pub dirty_sectors: u64,
     /// When the last request completes (ns, model clock).
@@ -245,20 +250,20 @@ pub struct EmulatorFs {
     stats_out: Option<std::path::PathBuf>,
     /// Errors of the shutdown (writing the log or the statistics), for the caller.
     shutdown_errors: Arc<Mutex<Vec<String>>>,
+    /// `--write-log`: every accepted write and flush (see [`super::writelog`]).
+    write_log: Option<super::writelog::Writer<std::io::BufWriter<std::fs::File>>>,
 }
 
 impl EmulatorFs {
-    /// A filesystem serving `backing` (open with O_DIRECT, `size` bytes, a multiple of 512)
-    /// through `queue`.
-    pub fn new(backing: File, size: u64, profile: &str, queue: DriveQueue) -> EmulatorFs {
-        Self::with_options(backing, size, profile, queue, None, false)
+    /// A filesystem serving `backing` through `queue`.
+    pub fn new(backing: Backing, profile: &str, queue: DriveQueue) -> EmulatorFs {
+        Self::with_options(backing, profile, queue, None, false)
     }
 
     /// [`EmulatorFs::new`] that also writes the final statistics to `stats_out` at unmount,
     /// and with `sync_backing` makes each flush `fdatasync` the backing image too.
     pub fn with_options(
-        backing: File,
-        size: u64,
+        backing: Backing,
         profile: &str,
         queue: DriveQueue,
         stats_out: Option<std::path::PathBuf>,
@@ -266,6 +271,7 @@ impl EmulatorFs {
     ) -> EmulatorFs {
         let clock = queue.clock();
         let origin = queue.origin();
+        let size = backing.size();
         EmulatorFs {
             shared: Arc::new(Shared {
                 backing,
@@ -276,6 +282,7 @@ impl EmulatorFs {
                 late_replies: AtomicU64::new(0),
                 late_ns: AtomicU64::new(0),
                 io_errors: AtomicU64::new(0),
+                fallocates_refused: AtomicU64::new(0),
                 pending: Mutex::new(Pending::default()),
                 pending_changed: std::sync::Condvar::new(),
                 shutdown: AtomicBool::new(false),
@@ -294,6 +301,35 @@ impl EmulatorFs {
             next_fh: 1,
             stats_out,
             shutdown_errors: Arc::new(Mutex::new(Vec::new())),
+            write_log: None,
+        }
+    }
+
+    /// Records every write and flush accepted from now on in `log` ([`super::writelog`]).
+    pub fn set_write_log(
+        &mut self,
+        log: super::writelog::Writer<std::io::BufWriter<std::fs::File>>,
+    ) {
+        self.write_log = Some(log);
+    }
+
+    /// Logs a write (`Some(data)`) or a flush (`None`) as accepted. A log that cannot be
+    /// written would be incomplete: the drive then fails, like one whose backing write failed.
+    fn log_accepted(&mut self, sector: u64, data: Option<&[u8]>) {
+        let Some(log) = self.write_log.as_mut() else {
+            return;
+        };
+        let res = match data {
+            Some(d) => log.write(sector, d),
+            None => log.flush_mark(),
+        };
+        if let Err(e) = res {
+            self.shared.failed();
+            self.write_log = None;
+            self.shutdown_errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("writing the write log: {e}"));
         }
     }
 
@@ -317,6 +353,8 @@ impl EmulatorFs {
             late_replies: sh.late_replies.load(Ordering::Relaxed),
             late_ns: sh.late_ns.load(Ordering::Relaxed),
             io_errors: sh.io_errors.load(Ordering::Relaxed),
+            fallocates_refused: sh.fallocates_refused.load(Ordering::Relaxed),
+            backing: sh.backing.stats(),
             dirty_sectors: q.dirty_sectors(),
             busy_until_ns: q.busy_until().round() as u64,
             drive: q.drive_stats().clone(),
@@ -437,6 +475,11 @@ impl fuser::Filesystem for EmulatorFs {
         let mut errors = Vec::new();
         if let Err(e) = self.finish() {
             errors.push(format!("writing the request log: {e}"));
+        }
+        if let Some(log) = self.write_log.take() {
+            if let Err(e) = log.finish() {
+                errors.push(format!("writing the write log: {e}"));
+            }
         }
         if let Some(path) = &self.stats_out {
             let mut text = serde_json::to_vec_pretty(&self.snapshot()).unwrap_or_default();
@@ -631,13 +674,14 @@ impl fuser::Filesystem for EmulatorFs {
         if len == 0 {
             return reply.written(0);
         }
+        self.log_accepted(offset / 512, Some(data));
         let mut buf = AlignedBuf::zeroed(data.len(), 4096);
         buf.copy_from_slice(data);
         let id = self.register_write(offset, offset + len);
         let sh = Arc::clone(&self.shared);
         self.writers.run(Box::new(move || {
             sh.wait_pending(id, offset, offset + len);
-            if sh.backing.write_all_at(&buf, offset).is_err() {
+            if sh.backing.write_at(&buf, offset).is_err() {
                 sh.failed();
             }
             let mut p = sh.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -660,6 +704,7 @@ impl fuser::Filesystem for EmulatorFs {
         if let Err(e) = self.check() {
             return reply.error(e);
         }
+        self.log_accepted(0, None);
         let epoch = self.write_epoch();
         self.dispatch(ReqOp::Flush, 0, 0, move |sh| {
             sh.wait_pending(epoch, 0, u64::MAX);
@@ -680,6 +725,28 @@ impl fuser::Filesystem for EmulatorFs {
                 }
             })
         });
+    }
+
+    /// A loop device turns discards and write-zeroes into fallocate (punch, zero range). The
+    /// modelled drive, like the real ST1000DM003, has neither TRIM nor WRITE SAME: refused
+    /// with EOPNOTSUPP, on which the loop device stops offering both and the kernel writes
+    /// zeroes as ordinary writes (`blkdev_issue_zeroout`'s fallback), which the model times
+    /// as the real drive's writes.
+    #[allow(clippy::too_many_arguments)]
+    fn fallocate(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        _fh: u64,
+        _offset: i64,
+        _length: i64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        self.shared
+            .fallocates_refused
+            .fetch_add(1, Ordering::Relaxed);
+        reply.error(libc::EOPNOTSUPP)
     }
 
     fn readdir(

@@ -10,6 +10,11 @@ pub fn drive512() -> Profile {
     profile::load("st1000dm003").unwrap()
 }
 
+/// The same drive with the first revision's write-hit rules (keep, merge).
+pub fn drive512_merge() -> Profile {
+    profile::load("st1000dm003-merge").unwrap()
+}
+
 pub fn drive4k() -> Profile {
     profile::load("st1000dm003-4kn").unwrap()
 }
