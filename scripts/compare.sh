@@ -63,8 +63,11 @@
 #                       ext4-defaults (mkfs.ext4's defaults, lazy inode-table init on, no
 #                       journal) minfs-512 (minfs at block size 512; 512-byte sectors only)
 #                       minfs-fuse (Cannyls' FileNvm on
-#                       a file of a FUSE-mounted minfs: `minfs mount`) (default: all of them;
-#                       minfs-fuse is left out with a note where /dev/fuse is missing).
+#                       a file of a FUSE-mounted minfs: `minfs mount`, the file sized first)
+#                       minfs-fuse-grow (the same, but FileNvm creates the file and it grows
+#                       as Cannyls writes, as FrugalOS's file devices do) (default: all of
+#                       them; the minfs-fuse targets are left out with a note where /dev/fuse
+#                       is missing).
 #                       TARGET@N runs TARGET at Cannyls block size N (512 or 4096), e.g.
 #                       ext4@4096, xfs@4096: a list can hold one filesystem at both sizes
 #   --scale F           multiply every workload count by F (default 0.1)
@@ -72,7 +75,7 @@
 #                       the report shows the median and min–max (default 3)
 #   --block-size N      Cannyls block size of every target but minfs-512 (default: each
 #                       target's own: minfs 4096, MinfsNvm's default; the FileNvm targets
-#                       (ext4*, xfs*, raw, minfs-fuse) 512; minfs-512 always 512)
+#                       (ext4*, xfs*, raw, minfs-fuse*) 512; minfs-512 always 512)
 #   --seed S            generator seed (default: each workload's own)
 #   --trace / --no-trace  record the device's block requests (tracefs) for every run
 #                       (default: on when root and tracefs is available)
@@ -114,7 +117,7 @@ image_size=""
 sector_size=512
 keep_image=0
 workloads="seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k"
-targets="minfs,minfs-512,minfs-fuse,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
+targets="minfs,minfs-512,minfs-fuse,minfs-fuse-grow,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
 targets_given=0
 scale=0.1
 runs=3
@@ -179,7 +182,7 @@ if [ "$whole_drive" = 1 ]; then
   [ "$sector_size" = 512 ] || usage_error "--whole-drive: the drive's logical sectors are 512 bytes (--sector-size 4096 is not the modelled drive)"
 fi
 
-all_targets="minfs minfs-512 minfs-fuse ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
+all_targets="minfs minfs-512 minfs-fuse minfs-fuse-grow ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
 IFS=, read -r -a target_list <<<"$targets"
 [ ${#target_list[@]} -gt 0 ] || usage_error "--targets is empty"
 for t in "${target_list[@]}"; do
@@ -271,10 +274,10 @@ if [[ " ${target_list[*]} " == *" minfs-fuse"* ]]; then
   "$minfs" mount --help >/dev/null 2>&1 || why="this minfs has no 'mount' (built without the fuse feature)"
   [ -e /dev/fuse ] || why="/dev/fuse is missing (modprobe fuse)"
   if [ -n "$why" ]; then
-    [ "$targets_given" = 1 ] && die "target minfs-fuse: $why"
-    say "leaving out target minfs-fuse: $why"
+    [ "$targets_given" = 1 ] && die "targets minfs-fuse, minfs-fuse-grow: $why"
+    say "leaving out targets minfs-fuse, minfs-fuse-grow: $why"
     kept=()
-    for t in "${target_list[@]}"; do [ "${t%%@*}" = minfs-fuse ] || kept+=("$t"); done
+    for t in "${target_list[@]}"; do [[ ${t%%@*} == minfs-fuse* ]] || kept+=("$t"); done
     target_list=("${kept[@]}")
   fi
 fi
@@ -555,6 +558,16 @@ prepare() {
       truncate -s "$cur_capacity" "$mnt/cannyls.lusf"
       backend="existing-file:$mnt/cannyls.lusf"
       ;;
+    minfs-fuse-grow)
+      record "$t" "$minfs" mkfs -f -L compare "$dev"
+      retry_busy "$minfs" mkfs -f -L compare "$dev" >/dev/null
+      record "$t" "$minfs" mount "$dev" "$mnt"
+      "$minfs" mount "$dev" "$mnt" >/dev/null
+      fuse_mounted=1
+      # FileNvm::create_if_absent makes the file; it grows as Cannyls writes past its end
+      # (minfs allocates ahead and commits the size at fsync, close and unmount).
+      backend="file:$mnt/cannyls.lusf"
+      ;;
     ext4|ext4-prealloc)
       record "$t" "${ext4_mkfs[@]}" "$dev"
       retry_busy "${ext4_mkfs[@]}" "$dev" >/dev/null
@@ -590,7 +603,7 @@ prepare() {
 # release TARGET: unmount what prepare mounted.
 release() {
   case ${1%%@*} in
-    minfs-fuse)
+    minfs-fuse|minfs-fuse-grow)
       "$minfs" umount "$mnt" >/dev/null; fuse_mounted=0
       record "$1" "$minfs" umount "$mnt" ;;
     ext4*|xfs*)

@@ -70,7 +70,7 @@ fn a_device_without_a_usable_default_is_refused_naming_the_values() {
 
 /// A storage made at 512 (the old default, or `with_block_size(512)`) opens through
 /// `MinfsNvm::from_filesystem` with its recorded 512, lumps intact; a fresh file of the same
-/// blocks made by `create_in` gets the default whatever they held.
+/// blocks made by `create_in` begins with zeros and gets the default.
 #[test]
 fn storages_made_at_512_still_open() {
     let fs = filesystem(512, 4096);
@@ -94,12 +94,19 @@ fn storages_made_at_512_still_open() {
     );
     drop(storage);
 
-    // The same blocks, freed and taken by a new file: the stale header does not count.
+    // The same blocks, freed and taken by a new file: minfs zeroed its first block, so the
+    // old header is gone and the new file gets the default.
+    let old_start = fs.stat("old").unwrap().extents[0].offset;
     fs.remove("old").unwrap();
     let nvm = MinfsNvm::create_in(&fs, "new", 4 * MIB).unwrap();
+    assert_eq!(fs.stat("new").unwrap().extents[0].offset, old_start);
     let mut head = AlignedBuf::zeroed(512, 512);
     nvm.file_handle().read_at(&mut head, 0).unwrap();
-    assert_eq!(&head[..4], b"lusf", "the blocks still hold the old header");
+    assert_eq!(
+        &head[..4],
+        [0; 4],
+        "the new file begins with the old header"
+    );
     assert_eq!(nvm.block_size().as_u16(), 4096);
 }
 

@@ -119,6 +119,13 @@ impl Allocator {
         }
     }
 
+    /// The length of the free run starting exactly at block `start` (0 when block `start` is
+    /// used, or free but inside a run that starts earlier). Right after a file's last extent
+    /// it is the room that file can grow into in place. O(log F).
+    pub fn free_run_at(&self, start: u64) -> u64 {
+        self.by_start.get(&start).copied().unwrap_or(0)
+    }
+
     /// Marks the blocks of `e` used or free (any of them may already be either).
     pub fn set(&mut self, e: Extent, used: bool) {
         if e.len == 0 {
@@ -244,6 +251,16 @@ mod tests {
             start: 105,
             len: 16
         }));
+    }
+
+    #[test]
+    fn free_run_at_is_the_run_starting_there() {
+        let mut a = Allocator::new(100, 20);
+        a.set(Extent { start: 103, len: 2 }, true); // free: 100-102, 105-119
+        assert_eq!(a.free_run_at(105), 15);
+        assert_eq!(a.free_run_at(100), 3);
+        assert_eq!(a.free_run_at(103), 0, "used");
+        assert_eq!(a.free_run_at(106), 0, "inside a run starting earlier");
     }
 
     #[test]

@@ -72,11 +72,65 @@ pub(crate) struct Node {
     pub(crate) meta: RwLock<Meta>,
 }
 
+/// A file's state in memory. `size` is what handles see; `synced` is the size in the last
+/// commit. The two differ only after [`Filesystem::extend_unsynced`] (writes past the end on
+/// `minfs mount`). `extents` cover at least ⌈`size` / 4096⌉ blocks; blocks past that are
+/// preallocated, in memory only. What the file table records (every commit, whichever file it
+/// is for) is the synced view, [`Meta::on_disk`]: `synced` and the first ⌈`synced` / 4096⌉
+/// blocks of `extents` (blocks are only ever appended to `extents` between commits, so they
+/// are a prefix of them).
 #[derive(Debug, Clone)]
 pub(crate) struct Meta {
     pub(crate) size: u64,
+    pub(crate) synced: u64,
     pub(crate) extents: Vec<Extent>,
 }
+
+impl Meta {
+    fn synced_to(size: u64, extents: Vec<Extent>) -> Meta {
+        Meta {
+            size,
+            synced: size,
+            extents,
+        }
+    }
+
+    fn allocated_blocks(&self) -> u64 {
+        self.extents.iter().map(|e| e.len).sum()
+    }
+
+    /// The file as the file table records it: the synced size and the blocks holding it.
+    fn on_disk(&self, name: &str) -> FileEntry {
+        FileEntry {
+            name: name.to_string(),
+            size: self.synced,
+            extents: prefix(&self.extents, blocks_for(self.synced)),
+        }
+    }
+}
+
+/// The first `blocks` blocks of `extents`.
+fn prefix(extents: &[Extent], mut blocks: u64) -> Vec<Extent> {
+    let mut out = Vec::new();
+    for e in extents {
+        if blocks == 0 {
+            break;
+        }
+        let len = e.len.min(blocks);
+        out.push(Extent {
+            start: e.start,
+            len,
+        });
+        blocks -= len;
+    }
+    out
+}
+
+/// Preallocation for a file grown by writing past its end ([`Filesystem::extend_unsynced`]),
+/// as XFS's speculative end-of-file preallocation does: as many blocks again as the file holds,
+/// at least 64 KiB and at most 8 GiB, fewer when less is free.
+const MIN_AHEAD_BLOCKS: u64 = (64 << 10) / BLOCK_SIZE;
+const MAX_AHEAD_BLOCKS: u64 = (8 << 30) / BLOCK_SIZE;
 
 /// What `stat` and `list` report about a file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -253,10 +307,7 @@ impl Filesystem {
                     f.name.clone(),
                     Arc::new(Node {
                         name: f.name,
-                        meta: RwLock::new(Meta {
-                            size: f.size,
-                            extents: f.extents,
-                        }),
+                        meta: RwLock::new(Meta::synced_to(f.size, f.extents)),
                     }),
                 )
             })
@@ -505,12 +556,19 @@ impl Filesystem {
             });
         }
         let need = blocks_for(size);
-        let extents = st.alloc.choose(need).ok_or_else(|| Error::NoSpace {
+        let mut chosen = st.alloc.choose(need);
+        if chosen.is_none() && trim_others(&mut st, None) > 0 {
+            chosen = st.alloc.choose(need);
+        }
+        let extents = chosen.ok_or_else(|| Error::NoSpace {
             target: self.inner.target.clone(),
             name: name.into(),
             needed_blocks: need,
             free_blocks: st.alloc.free_blocks(),
         })?;
+        if size > 0 {
+            self.zero_first_block(&extents, name)?;
+        }
         let mut alloc = st.alloc.clone();
         extents.iter().for_each(|e| alloc.set(*e, true));
         let mut entries = entries(&st);
@@ -522,7 +580,7 @@ impl Filesystem {
         self.commit(&mut st, entries, alloc)?;
         let node = Arc::new(Node {
             name: name.into(),
-            meta: RwLock::new(Meta { size, extents }),
+            meta: RwLock::new(Meta::synced_to(size, extents)),
         });
         let stat = stat_of(&node);
         st.files.insert(name.into(), node);
@@ -547,39 +605,45 @@ impl Filesystem {
                 new_size,
             });
         }
-        let need = blocks_for(new_size) - blocks_for(meta.size);
+        // Blocks preallocated past the size (`extend_unsynced`) count as held already.
+        let held = meta.allocated_blocks();
+        let need = blocks_for(new_size).saturating_sub(held);
         let mut extents = meta.extents.clone();
         let in_place = extents.last().map(|l| Extent {
             start: l.end(),
             len: need,
         });
         let added = match in_place {
-            Some(e) if need > 0 && st.alloc.is_free(e) => vec![e],
-            _ => st.alloc.choose(need).ok_or_else(|| Error::NoSpace {
-                target: self.inner.target.clone(),
-                name: name.into(),
-                needed_blocks: need,
-                free_blocks: st.alloc.free_blocks(),
-            })?,
+            _ if need == 0 => Vec::new(),
+            Some(e) if st.alloc.is_free(e) => vec![e],
+            _ => {
+                let mut chosen = st.alloc.choose(need);
+                if chosen.is_none() && trim_others(&mut st, Some(name)) > 0 {
+                    chosen = st.alloc.choose(need);
+                }
+                chosen.ok_or_else(|| Error::NoSpace {
+                    target: self.inner.target.clone(),
+                    name: name.into(),
+                    needed_blocks: need,
+                    free_blocks: st.alloc.free_blocks(),
+                })?
+            }
         };
+        if held == 0 && !added.is_empty() {
+            self.zero_first_block(&added, name)?;
+        }
         let mut alloc = st.alloc.clone();
         for e in added {
             alloc.set(e, true);
-            match extents.last_mut() {
-                Some(l) if l.end() == e.start => l.len += e.len,
-                _ => extents.push(e),
-            }
+            append_extent(&mut extents, e);
         }
         let mut all = entries(&st);
+        let new = Meta::synced_to(new_size, extents);
         if let Some(f) = all.iter_mut().find(|f| f.name == name) {
-            f.size = new_size;
-            f.extents = extents.clone();
+            *f = new.on_disk(name);
         }
         self.commit(&mut st, all, alloc)?;
-        *node.meta.write().unwrap_or_else(|e| e.into_inner()) = Meta {
-            size: new_size,
-            extents,
-        };
+        *node.meta.write().unwrap_or_else(|e| e.into_inner()) = new;
         Ok(stat_of(&node))
     }
 
@@ -629,11 +693,185 @@ impl Filesystem {
         self.commit(&mut st, all, alloc)?;
         // Taken after the commit, as in `grow`: I/O in flight finishes first, and the freed
         // blocks cannot be handed out before `st` is released.
-        *node.meta.write().unwrap_or_else(|e| e.into_inner()) = Meta {
-            size: new_size,
-            extents,
-        };
+        *node.meta.write().unwrap_or_else(|e| e.into_inner()) = Meta::synced_to(new_size, extents);
         Ok(stat_of(&node))
+    }
+
+    /// Makes a file `end` bytes long when it is shorter, **in memory only**: no commit. Handles
+    /// see the new size at once; the file table gets it at the next [`Filesystem::sync_size`]
+    /// (or any other change of this file's size). When the file needs more blocks it takes
+    /// them ahead, as XFS's speculative end-of-file preallocation does: as many again as it
+    /// holds (64 KiB to 8 GiB, fewer when less is free), in place after its last extent where
+    /// that is free. When fewer blocks are free than the write needs, the other files'
+    /// preallocation is given back first (so does `create` and `grow`). A file's first block is
+    /// zeroed when it is taken. `minfs mount` serves a
+    /// write past the end with this, so a client appending pays no commit per write.
+    ///
+    /// Until the size is synced, a crash leaves the file at its last synced size: the blocks
+    /// taken here are free in the file table (never recorded as this or another file's), and
+    /// the bytes written into them are lost with the size.
+    pub fn extend_unsynced(&self, name: &str, end: u64) -> Result<()> {
+        let mut st = self.inner.lock();
+        self.inner.check_usable()?;
+        if self.inner.dev.is_read_only() {
+            return Err(Error::ReadOnly {
+                target: self.inner.target.clone(),
+            });
+        }
+        let node = st
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.not_found(name))?;
+        let meta = node.meta.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if end <= meta.size {
+            return Ok(());
+        }
+        let held = meta.allocated_blocks();
+        let need = blocks_for(end).saturating_sub(held);
+        let mut extents = meta.extents;
+        if need > 0 {
+            if st.alloc.free_blocks() < need {
+                trim_others(&mut st, Some(name));
+            }
+            let free = st.alloc.free_blocks();
+            if free < need {
+                return Err(Error::NoSpace {
+                    target: self.inner.target.clone(),
+                    name: name.into(),
+                    needed_blocks: need,
+                    free_blocks: free,
+                });
+            }
+            let want = (need + held.clamp(MIN_AHEAD_BLOCKS, MAX_AHEAD_BLOCKS)).min(free);
+            let room = extents.last().map_or(0, |l| st.alloc.free_run_at(l.end()));
+            let added = match extents.last() {
+                Some(l) if room >= need => vec![Extent {
+                    start: l.end(),
+                    len: room.min(want),
+                }],
+                // Elsewhere: all of `want` in one run, else only what is needed.
+                _ => match st.alloc.choose(want) {
+                    Some(one) if one.len() == 1 => one,
+                    _ => st.alloc.choose(need).expect("enough blocks are free"),
+                },
+            };
+            if held == 0 {
+                self.zero_first_block(&added, name)?;
+            }
+            for e in added {
+                st.alloc.set(e, true);
+                append_extent(&mut extents, e);
+            }
+        }
+        let mut m = node.meta.write().unwrap_or_else(|e| e.into_inner());
+        m.size = end;
+        m.extents = extents;
+        Ok(())
+    }
+
+    /// Commits a file's size when it differs from the file table's (after
+    /// [`Filesystem::extend_unsynced`]): one commit, which flushes the device first, so the
+    /// bytes written up to the size are durable with it. Returns whether it committed.
+    pub fn sync_size(&self, name: &str) -> Result<bool> {
+        let mut st = self.inner.lock();
+        let node = st
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.not_found(name))?;
+        let meta = node.meta.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if meta.size == meta.synced {
+            return Ok(false);
+        }
+        let mut all = entries(&st);
+        let synced = Meta {
+            synced: meta.size,
+            ..meta
+        };
+        if let Some(f) = all.iter_mut().find(|f| f.name == name) {
+            *f = synced.on_disk(name);
+        }
+        let alloc = st.alloc.clone();
+        self.commit(&mut st, all, alloc)?;
+        node.meta.write().unwrap_or_else(|e| e.into_inner()).synced = synced.synced;
+        Ok(true)
+    }
+
+    /// Commits every file's size that differs from the file table's, in one commit (none when
+    /// all are synced). Returns whether it committed.
+    pub fn sync_all_sizes(&self) -> Result<bool> {
+        let mut st = self.inner.lock();
+        let nodes: Vec<Arc<Node>> = st.files.values().cloned().collect();
+        let metas: Vec<Meta> = nodes
+            .iter()
+            .map(|n| n.meta.read().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect();
+        if metas.iter().all(|m| m.size == m.synced) {
+            return Ok(false);
+        }
+        let all = nodes
+            .iter()
+            .zip(&metas)
+            .map(|(n, m)| {
+                Meta {
+                    synced: m.size,
+                    ..m.clone()
+                }
+                .on_disk(&n.name)
+            })
+            .collect();
+        let alloc = st.alloc.clone();
+        self.commit(&mut st, all, alloc)?;
+        for (n, m) in nodes.iter().zip(&metas) {
+            n.meta.write().unwrap_or_else(|e| e.into_inner()).synced = m.size;
+        }
+        Ok(true)
+    }
+
+    /// Gives back a file's preallocated blocks (those past ⌈size / 4096⌉, taken by
+    /// [`Filesystem::extend_unsynced`]). In memory only: the file table never held them.
+    /// Returns the number of blocks freed.
+    pub fn trim_preallocation(&self, name: &str) -> Result<u64> {
+        let mut st = self.inner.lock();
+        let node = st
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.not_found(name))?;
+        let mut m = node.meta.write().unwrap_or_else(|e| e.into_inner());
+        Ok(trim(&mut st.alloc, &mut m))
+    }
+
+    /// [`Filesystem::trim_preallocation`] of every file; returns the blocks freed.
+    pub fn trim_all_preallocation(&self) -> Result<u64> {
+        let names: Vec<String> = self.inner.lock().files.keys().cloned().collect();
+        let mut freed = 0;
+        for n in names {
+            freed += self.trim_preallocation(&n)?;
+        }
+        Ok(freed)
+    }
+
+    /// Writes zeros over the first block of `extents` (a file's first block, before the commit
+    /// or the write that gives it to the file), so that a new file never begins with what an
+    /// earlier file left there — such as a Cannyls storage header, which `FileNvm` and
+    /// `MinfsNvm` would open as an existing storage.
+    fn zero_first_block(&self, extents: &[Extent], name: &str) -> Result<()> {
+        let Some(first) = extents.first() else {
+            return Ok(());
+        };
+        if self.inner.dev.is_read_only() {
+            return Err(Error::ReadOnly {
+                target: self.inner.target.clone(),
+            });
+        }
+        let zero = AlignedBuf::zeroed(BLOCK_SIZE as usize, 4096);
+        self.inner.write(
+            &zero,
+            first.byte_offset(),
+            &format_args!("zeroing the first block of {name:?}"),
+        )
     }
 
     /// Removes a file and frees its blocks. Refused while a handle to it is open.
@@ -726,9 +964,11 @@ impl Filesystem {
         files.sort_by(|a, b| a.name.cmp(&b.name));
         let active = st.sb.slot;
         let first = active.other();
+        // From the files as recorded: blocks preallocated in memory are free on disk.
+        let used: u64 = files.iter().map(FileEntry::allocated_blocks).sum();
         let sb = Superblock {
             generation: st.sb.generation + 1,
-            free_blocks: alloc.free_blocks(),
+            free_blocks: st.sb.block_count - used,
             updated: inner.fixed_time.unwrap_or_else(now),
             file_count: files.len() as u32,
             ..st.sb.clone()
@@ -796,18 +1036,62 @@ fn check_sector_sizes(l: u32, p: u32, target: &str) -> Result<()> {
     Ok(())
 }
 
+/// The file table as the next commit records it: every file's synced view ([`Meta::on_disk`]).
 fn entries(st: &State) -> Vec<FileEntry> {
     st.files
         .values()
         .map(|n| {
-            let m = n.meta.read().unwrap_or_else(|e| e.into_inner());
-            FileEntry {
-                name: n.name.clone(),
-                size: m.size,
-                extents: m.extents.clone(),
-            }
+            n.meta
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .on_disk(&n.name)
         })
         .collect()
+}
+
+/// Frees `m`'s blocks past ⌈size / 4096⌉ (its preallocation) in `alloc`; returns how many.
+fn trim(alloc: &mut Allocator, m: &mut Meta) -> u64 {
+    let keep = blocks_for(m.size);
+    let mut freed = 0;
+    let mut at = 0u64;
+    for e in &m.extents {
+        let skip = keep.saturating_sub(at).min(e.len);
+        if skip < e.len {
+            alloc.set(
+                Extent {
+                    start: e.start + skip,
+                    len: e.len - skip,
+                },
+                false,
+            );
+            freed += e.len - skip;
+        }
+        at += e.len;
+    }
+    m.extents = prefix(&m.extents, keep);
+    freed
+}
+
+/// Gives back the preallocation of every file but `except`, in memory: what an allocation
+/// that would otherwise fail for want of space does first (as XFS trims speculative
+/// preallocation before it reports ENOSPC). Returns the blocks freed.
+fn trim_others(st: &mut State, except: Option<&str>) -> u64 {
+    let mut freed = 0;
+    for (name, node) in &st.files {
+        if Some(name.as_str()) != except {
+            let mut m = node.meta.write().unwrap_or_else(|e| e.into_inner());
+            freed += trim(&mut st.alloc, &mut m);
+        }
+    }
+    freed
+}
+
+/// Appends `e` to `extents`, merging it into the last extent when it follows on.
+fn append_extent(extents: &mut Vec<Extent>, e: Extent) {
+    match extents.last_mut() {
+        Some(l) if l.end() == e.start => l.len += e.len,
+        _ => extents.push(e),
+    }
 }
 
 fn stat_of(n: &Node) -> FileStat {

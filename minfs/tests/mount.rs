@@ -188,6 +188,25 @@ fn dd(args: &[String]) {
     );
 }
 
+/// `rm` of a file just closed: FUSE sends a close's RELEASE asynchronously, so the server may
+/// still count the file open (EBUSY) for a moment after `close` returned.
+fn remove_when_released(path: &Path) {
+    let start = Instant::now();
+    loop {
+        match std::fs::remove_file(path) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "{}: still busy 10 s after close",
+                    path.display()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r.unwrap(),
+        }
+    }
+}
+
 fn errno_of<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
     r.unwrap_err().raw_os_error().unwrap()
 }
@@ -416,7 +435,7 @@ fn create_size_remove_and_refused_operations() {
     assert_eq!(errno_of(std::fs::remove_file(m.file("t"))), libc::EBUSY);
     drop(t);
     drop(fa);
-    std::fs::remove_file(m.file("t")).unwrap();
+    remove_when_released(&m.file("t"));
     assert_eq!(errno_of(std::fs::metadata(m.file("t"))), libc::ENOENT);
     // No renames, directories, links, other modes or owners.
     assert_eq!(
@@ -846,4 +865,225 @@ fn set_size_shrinks_across_extents() {
     let fs = minfs::Filesystem::open_device(dev, "mem").unwrap();
     assert_eq!(fs.stat("a").unwrap().size, 0);
     assert_eq!(fs.stat("b").unwrap().size, 4096);
+}
+
+/// The image's commit count (its generation).
+fn generation(target: &Path) -> u64 {
+    common::json(&["info", "--json"], target)["generation"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A file's size and allocated bytes as `minfs ls --json` reports them.
+fn size_and_allocated(target: &Path, name: &str) -> (u64, u64) {
+    let v = common::json(&["ls", "--json"], target);
+    let f = v
+        .as_array()
+        .or_else(|| v["files"].as_array())
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+        .clone();
+    (
+        f["size"].as_u64().unwrap(),
+        f["allocated"].as_u64().unwrap(),
+    )
+}
+
+/// 301 appends through the mount with an fsync after every 100th: one commit for the create
+/// and one per fsync (the last append's size is committed at close), not one per write; the
+/// preallocation is given back by then.
+#[test]
+fn appends_on_the_mount_commit_at_fsync_and_close_not_per_write() {
+    use std::os::unix::fs::MetadataExt;
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    let g0 = generation(&img);
+    let m = Mounted::new(&img, &[]);
+    let chunk = 3000usize; // unaligned appends, through the page cache
+    let mut want = Vec::new();
+    {
+        let mut f = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(m.file("log"))
+            .unwrap();
+        for i in 0..301u64 {
+            let data = pattern(i, chunk);
+            std::io::Write::write_all(&mut f, &data).unwrap();
+            want.extend_from_slice(&data);
+            if (i + 1) % 100 == 0 {
+                f.sync_data().unwrap();
+            }
+        }
+        let st = f.metadata().unwrap();
+        assert_eq!(st.len(), want.len() as u64);
+        assert!(
+            st.blocks() * 512 > want.len() as u64 + 4096,
+            "no preallocation while appending ({} blocks)",
+            st.blocks()
+        );
+    }
+    m.umount();
+    let commits = generation(&img) - g0;
+    assert_eq!(commits, 5, "create + 3 fsyncs + the last close");
+    assert_eq!(
+        size_and_allocated(&img, "log"),
+        (want.len() as u64, (want.len() as u64).div_ceil(4096) * 4096)
+    );
+    assert!(cat(&img, "log") == want, "the appended bytes differ");
+    minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
+}
+
+/// The server killed (a crash) after an fsync and more appends: the file comes back at the
+/// fsync's size, holding its bytes, and fsck is clean.
+#[test]
+fn a_killed_server_leaves_the_last_fsynced_size() {
+    use std::os::unix::fs::MetadataExt;
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    let m = Mounted::new(&img, &[]);
+    let chunk = 8192usize;
+    let f = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.file("store"))
+        .unwrap();
+    let mut buf = minfs::AlignedBuf::zeroed(chunk, 4096);
+    for i in 0..30u64 {
+        buf.copy_from_slice(&pattern(i, chunk));
+        f.write_all_at(&buf, i * chunk as u64).unwrap();
+        if i == 19 {
+            f.sync_data().unwrap();
+        }
+    }
+    assert_eq!(f.metadata().unwrap().size(), 30 * chunk as u64);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(m.pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    drop(f);
+    drop(m); // unmounts lazily and reaps the killed server
+    let (size, allocated) = size_and_allocated(&img, "store");
+    assert_eq!(size, 20 * chunk as u64, "not the fsynced size");
+    assert_eq!(allocated, size, "blocks past the synced size kept");
+    let got = cat(&img, "store");
+    for i in 0..20u64 {
+        let at = i as usize * chunk;
+        assert!(got[at..at + chunk] == pattern(i, chunk), "append {i}");
+    }
+    minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
+}
+
+/// Regression: after `rm` of a file holding a Cannyls storage, a file made on the mount (by
+/// `truncate`, `fallocate`, or a first write past its start) began with the old storage's
+/// header, and `FileNvm` would have opened the removed storage as the new one.
+#[test]
+fn a_new_file_on_the_mount_never_opens_as_a_removed_cannyls_storage() {
+    use cannyls::lump::{LumpData, LumpId};
+    use cannyls::nvm::FileNvm;
+    use cannyls::storage::StorageBuilder;
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    let m = Mounted::new(&img, &[]);
+    let path = m.file("store.lusf");
+    type Make = fn(&Path);
+    let ways: [(&str, Make); 3] = [
+        ("truncate", |p| {
+            File::create(p).unwrap().set_len(4 << 20).unwrap();
+        }),
+        ("fallocate", |p| {
+            let f = File::create(p).unwrap();
+            use std::os::fd::AsRawFd;
+            nix::fcntl::fallocate(
+                f.as_raw_fd(),
+                nix::fcntl::FallocateFlags::empty(),
+                0,
+                4 << 20,
+            )
+            .unwrap();
+        }),
+        ("a first write at 64 KiB", |p| {
+            File::create(p)
+                .unwrap()
+                .write_all_at(b"x", 64 << 10)
+                .unwrap();
+        }),
+    ];
+    for (how, make) in ways {
+        {
+            let (nvm, created) = FileNvm::create_if_absent(&path, 4 << 20).unwrap();
+            assert!(created);
+            let mut storage = StorageBuilder::new().create(nvm).unwrap();
+            let data = LumpData::new(pattern(1, 100_000)).unwrap();
+            storage.put(&LumpId::new(1), &data).unwrap();
+            storage.journal_sync().unwrap();
+        }
+        assert_eq!(&std::fs::read(&path).unwrap()[..4], b"lusf");
+        remove_when_released(&path);
+        make(&path);
+        let head = std::fs::read(&path).unwrap();
+        assert!(
+            head[..4096].iter().all(|&b| b == 0),
+            "{how}: the new file begins with {:?}",
+            String::from_utf8_lossy(&head[..8])
+        );
+        // FileNvm takes a non-empty file for an existing storage: it must find none.
+        assert!(FileNvm::open(&path).is_err(), "{how}: opened as a storage");
+        remove_when_released(&path);
+    }
+    m.umount();
+    minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
+}
+
+/// A Cannyls lump read — 1 MiB and its 512-byte trailer, O_DIRECT — reaches the server as one
+/// FUSE request: `minfs mount` asks for 8 MiB requests and, as root, raises
+/// fs.fuse.max_pages_limit (default 256 pages, which splits the read in two).
+#[test]
+fn a_lump_with_its_trailer_is_read_in_one_request() {
+    require_fuse!();
+    if !Path::new(minfs::fuse::max_pages::LIMIT_PATH).exists() {
+        testutil::print_skip(
+            module_path!(),
+            "no fs.fuse.max_pages_limit (Linux < 6.13): FUSE requests are at most 1 MiB",
+        );
+        return;
+    }
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["lumps", "-s", "4M"])
+        .assert()
+        .success();
+    let stats = dir.path().join("stats.json");
+    let m = Mounted::new(&img, &["--stats", stats.to_str().unwrap()]);
+    let limit: u32 = std::fs::read_to_string(minfs::fuse::max_pages::LIMIT_PATH)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(limit >= 2048, "max_pages_limit {limit} after mounting");
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.file("lumps"))
+        .unwrap();
+    let len = (1 << 20) + 512;
+    let mut buf = minfs::AlignedBuf::zeroed(len, 4096);
+    f.read_exact_at(&mut buf, 512).unwrap();
+    drop(f);
+    m.umount();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(s["max_pages_asked"], 2048);
+    assert_eq!(s["largest_read"], len as u64, "{s}");
+    assert_eq!(s["read_requests"], 1, "the read was split: {s}");
 }

@@ -1,8 +1,9 @@
 //! `hddsim emulate` and `hddsim umount`.
 //!
 //! ```text
-//! hddsim emulate --profile PROFILE --backing IMAGE [--create-sparse] [--clock real|virtual] [--log FILE]
-//!                [--write-log FILE] [--stats FILE] [--sync-backing] [--foreground] MOUNTPOINT
+//! hddsim emulate --profile PROFILE --backing IMAGE [--create-sparse] [--clock real|virtual]
+//!                [--log FILE] [--write-log FILE] [--stats FILE] [--sync-backing]
+//!                [--keep-max-pages-limit] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
 //! ```
 //!
@@ -18,7 +19,7 @@ use std::time::Duration;
 
 use fuser::MountOption;
 use minfs::fuse::daemon::{self, Started};
-use minfs::fuse::mounts;
+use minfs::fuse::{max_pages, mounts};
 
 use super::backing::{self, Backing};
 use super::server::EmulatorFs;
@@ -66,6 +67,12 @@ pub struct EmulateArgs {
     /// the host disk's volatile cache.
     #[arg(long)]
     pub sync_backing: bool,
+    /// Leave fs.fuse.max_pages_limit alone. By default, as root, `hddsim emulate` raises it
+    /// to 2048 pages when it is lower (and says so), so that the loop device's requests of up
+    /// to 8 MiB reach the emulated drive whole, as they would a real one, rather than split
+    /// into 1 MiB pieces served one after the other. The limit is global and stays raised.
+    #[arg(long)]
+    pub keep_max_pages_limit: bool,
     /// Serve in this process until unmounted (Ctrl-C or SIGTERM unmounts lazily).
     #[arg(short, long)]
     pub foreground: bool,
@@ -93,6 +100,12 @@ pub struct UmountArgs {
 
 /// Runs `hddsim emulate`; the message of an error is for stderr.
 pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    if !a.daemon_child {
+        // Before the server mounts: the kernel reads the limit when the connection is made.
+        if let Some(m) = max_pages::ensure_limit(a.keep_max_pages_limit).message() {
+            eprintln!("hddsim emulate: {m}");
+        }
+    }
     if a.create_sparse && !a.daemon_child {
         let capacity = profile::load(&a.profile)
             .map_err(|e| e.to_string())?

@@ -13,7 +13,7 @@ use anyhow::Context;
 
 use super::EXIT_FAILURE;
 use crate::fuse::daemon::{self, Started};
-use crate::fuse::{MountConfig, Server, FSTYPE};
+use crate::fuse::{max_pages, MountConfig, Server, FSTYPE};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,6 +23,16 @@ pub struct Args {
     /// Serve in this process until unmounted (Ctrl-C or SIGTERM unmounts lazily).
     #[arg(short, long)]
     foreground: bool,
+    /// Leave fs.fuse.max_pages_limit alone. By default, as root, `minfs mount` raises it to 2048
+    /// pages when it is lower (and says so), so that a read of up to 8 MiB — a Cannyls lump of
+    /// up to 4 MiB with its trailer — reaches minfs as one request instead of several in a row.
+    /// The limit is global and stays raised.
+    #[arg(long)]
+    keep_max_pages_limit: bool,
+    /// Write the counts of the requests served (reads, the largest read, writes, size commits)
+    /// as JSON to FILE at unmount.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
     /// The server started by `minfs mount` itself: reports "ready PID" on stdout once mounted.
     #[arg(long, hide = true)]
     daemon_child: bool,
@@ -62,7 +72,16 @@ fn config(options: &[String]) -> MountConfig {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let cfg = config(&a.options);
+    let mut cfg = config(&a.options);
+    if let Some(p) = &a.stats {
+        cfg.stats = Some(std::path::absolute(p).with_context(|| format!("{}", p.display()))?);
+    }
+    if !a.daemon_child {
+        // Before the server mounts: the kernel reads the limit when the connection is made.
+        if let Some(m) = max_pages::ensure_limit(a.keep_max_pages_limit).message() {
+            eprintln!("minfs mount: {m}");
+        }
+    }
     if a.foreground || a.daemon_child {
         serve(&a, &cfg)
     } else {
@@ -78,6 +97,9 @@ fn start_server(a: &Args) -> anyhow::Result<ExitCode> {
     cmd.args(["mount", "--daemon-child"]);
     for o in &a.options {
         cmd.arg("-o").arg(o);
+    }
+    if let Some(p) = &cfg_stats(a) {
+        cmd.arg("--stats").arg(p);
     }
     cmd.arg("--").arg(&a.target).arg(&a.mountpoint);
     match daemon::start_server(cmd).context("mount failed")? {
@@ -96,6 +118,10 @@ fn start_server(a: &Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(EXIT_FAILURE))
         }
     }
+}
+
+fn cfg_stats(a: &Args) -> Option<PathBuf> {
+    a.stats.as_ref().and_then(|p| std::path::absolute(p).ok())
 }
 
 /// Mounts and serves in this process until the filesystem is unmounted.

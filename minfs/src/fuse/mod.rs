@@ -14,21 +14,23 @@
 //! | `ls`, `stat` | one directory (the mount's root) with the minfs files; size is the file's size, blocks its allocation; mode 0644, owner the mounting user; times start at the last commit before mounting and are kept in memory only |
 //! | read, write | any offset, length and alignment. Whole logical sectors go straight to the device; a partial first or last sector is read-modify-written. Every request is served on one thread, in order |
 //! | `O_DIRECT` opens | answered with `FOPEN_DIRECT_IO`: the page cache is bypassed and each of the application's requests reaches minfs as made. Other opens go through the page cache (write-through: a `write` returns once minfs has written it to the device; nothing is cached dirty) |
-//! | write past the end | grows the file to the end of the write (one commit, like `minfs grow`): extending writes cost a commit each |
+//! | write past the end | grows the file in memory ([`Filesystem::extend_unsynced`]): blocks are allocated ahead, XFS-style (as many again as the file holds, 64 KiB to 8 GiB), and the size reaches the file table at `fsync`/`fdatasync`, the file's last close (release) and unmount — one commit each, none per write. A crash before then leaves the last synced size (docs/FORMAT.md, "Sizes grown by writing") |
 //! | `truncate`, `ftruncate`, `O_TRUNC` | sets the size: grows, or shrinks freeing the blocks past the new size ([`Filesystem::set_size`]) |
 //! | `fallocate` | mode 0 grows the file to cover the range; `FALLOC_FL_KEEP_SIZE` is accepted inside the file and refused past its end (`EOPNOTSUPP`: minfs allocates exactly a file's size); other modes `EOPNOTSUPP` |
-//! | new bytes | bytes added by growing are not zeroed: they hold what the device held (zeros on a fresh image), as with `minfs create` |
+//! | new bytes | a file's first 4 KiB block is zeroed when the file gets it (create, truncate, `fallocate`, the first write), so a new file never begins with an earlier file's bytes (a Cannyls header); bytes past it added by growing are not zeroed: they hold what the device held (docs/FORMAT.md, "Stale bytes in a new file") |
 //! | create, `mknod` | an empty regular file; other node types `EPERM` |
-//! | `rm` (unlink) | removes the file; `EBUSY` while it is open |
-//! | `fsync`, `fdatasync` | a device flush (`fdatasync` of the image, FLUSH CACHE on a disk) |
-//! | `close` | a device flush when anything was written since the last one |
+//! | `rm` (unlink) | removes the file; `EBUSY` while it is open. The kernel sends a close's release asynchronously, so an `rm` right after the last `close` may see `EBUSY` for a moment |
+//! | `fsync`, `fdatasync` | a commit when writes grew the file since its size was last committed (a commit flushes the device first), else a device flush (`fdatasync` of the image, FLUSH CACHE on a disk) |
+//! | `close` | a device flush when anything was written since the last one; the file's last close commits a grown size and gives back its unused preallocation |
+//! | request size | up to 8 MiB per request (`max_pages` 2048), so a Cannyls lump of up to 4 MiB is read with its trailer in one request; as root `minfs mount` raises `fs.fuse.max_pages_limit` to 2048 when it is lower, and says so (`--keep-max-pages-limit` leaves it alone) ([`max_pages`]) |
 //! | `flock`, POSIX locks | kept by the kernel (local to this machine), so Cannyls' `FileNvm` lock works |
 //! | rename, `mkdir`, `link`, `symlink`, chmod/chown to another mode or owner | `EPERM` (no `EXDEV`, so `mv` does not turn into a copy); `rmdir` `ENOTDIR`; xattrs `EOPNOTSUPP` |
 //! | errors | one mapping, [`errno`]. After a failed write, flush or commit the filesystem is poisoned: every operation but the root's `getattr` answers `EIO` until it is unmounted and mounted again |
-//! | unmount | the server flushes the device, releases the target and exits |
+//! | unmount | the server commits grown sizes (one commit), gives back preallocation, flushes the device, releases the target and exits |
 
 pub mod daemon;
 mod errno;
+pub mod max_pages;
 pub mod mounts;
 mod server;
 
@@ -40,7 +42,8 @@ use fuser::MountOption;
 use nix::fcntl::{Flock, FlockArg};
 
 pub use errno::errno;
-pub use server::MinfsFuse;
+pub use max_pages::MAX_REQUEST_BYTES;
+pub use server::{MinfsFuse, RequestStats};
 
 use crate::{Error, Filesystem, OpenMode};
 
@@ -66,6 +69,8 @@ pub struct MountConfig {
     /// Let other users reach the mount (`allow_other`; as a user it needs `user_allow_other`
     /// in /etc/fuse.conf).
     pub allow_other: bool,
+    /// Write the request counts ([`RequestStats`]) as JSON to this file at unmount.
+    pub stats: Option<PathBuf>,
 }
 
 /// A mounted minfs, ready to serve. Dropping it without [`Server::run`] unmounts it.
@@ -156,22 +161,21 @@ impl Server {
         if cfg.allow_other {
             options.push(MountOption::AllowOther);
         }
-        let session = fuser::Session::new(MinfsFuse::new(fs.clone(), read_only), &mp, &options)
-            .map_err(|e| {
-                let hint = if e.raw_os_error() == Some(libc::EACCES) {
-                    " (/dev/fuse is not open to this user, or the mount point is not theirs)"
-                } else if e.kind() == std::io::ErrorKind::NotFound
-                    && !nix::unistd::geteuid().is_root()
-                {
-                    " (mounting as a user needs fusermount3: Debian package fuse3)"
-                } else {
-                    ""
-                };
-                FuseError(format!(
-                    "{shown}: cannot mount {}: {e}{hint}",
-                    target.display()
-                ))
-            })?;
+        let server = MinfsFuse::new(fs.clone(), read_only).with_stats(cfg.stats.clone());
+        let session = fuser::Session::new(server, &mp, &options).map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::EACCES) {
+                " (/dev/fuse is not open to this user, or the mount point is not theirs)"
+            } else if e.kind() == std::io::ErrorKind::NotFound && !nix::unistd::geteuid().is_root()
+            {
+                " (mounting as a user needs fusermount3: Debian package fuse3)"
+            } else {
+                ""
+            };
+            FuseError(format!(
+                "{shown}: cannot mount {}: {e}{hint}",
+                target.display()
+            ))
+        })?;
         Ok(Server {
             session,
             fs,
@@ -204,9 +208,14 @@ impl Server {
             hold: _hold,
         } = self;
         let served = session.run();
-        // Ends the session: the open files' handles go with it.
+        // Ends the session (its destroy commits grown sizes and gives back preallocation,
+        // unless poisoned): the open files' handles go with it.
         drop(session);
-        let flushed = if read_only { Ok(()) } else { fs.flush() };
+        let flushed = if read_only {
+            Ok(())
+        } else {
+            fs.sync_all_sizes().and_then(|_| fs.flush())
+        };
         drop(fs);
         served.map_err(|e| {
             FuseError(format!(

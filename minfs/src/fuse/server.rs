@@ -24,7 +24,8 @@ use crate::{AlignedBuf, Error, FileHandle, FileStat, Filesystem};
 /// (the target is held exclusively), and it answers every change with fresh attributes.
 const TTL: Duration = Duration::from_secs(1);
 const ROOT: u64 = FUSE_ROOT_ID;
-/// Size of the I/O buffer kept between requests (FUSE requests are at most 1 MiB here).
+/// Size of the I/O buffer kept between requests (it grows to the largest request served; a
+/// request is at most [`super::MAX_REQUEST_BYTES`]).
 const BUF_SIZE: usize = 1 << 20;
 
 #[derive(Debug)]
@@ -38,6 +39,20 @@ struct Node {
 #[derive(Debug)]
 struct Open {
     file: FileHandle,
+}
+
+/// Counts of the requests served, written by `minfs mount --stats FILE` at unmount.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RequestStats {
+    /// `max_pages` the server asked for in its reply to the kernel's INIT.
+    pub max_pages_asked: u32,
+    pub read_requests: u64,
+    /// Bytes asked for by the largest read request.
+    pub largest_read: u64,
+    pub write_requests: u64,
+    pub largest_write: u64,
+    /// Commits made to record sizes grown by writing (at fsync, last close, unmount).
+    pub size_commits: u64,
 }
 
 type Reply<T> = std::result::Result<T, c_int>;
@@ -73,6 +88,9 @@ pub struct MinfsFuse {
     dirty: bool,
     /// A write, flush or commit failed: everything is refused with EIO from then on.
     poisoned: bool,
+    stats: RequestStats,
+    /// Where `stats` is written at unmount.
+    stats_path: Option<std::path::PathBuf>,
 }
 
 impl MinfsFuse {
@@ -95,7 +113,59 @@ impl MinfsFuse {
             sector,
             dirty: false,
             poisoned: false,
+            stats: RequestStats::default(),
+            stats_path: None,
         }
+    }
+
+    /// Writes the request counts as JSON to `path` at unmount.
+    pub fn with_stats(mut self, path: Option<std::path::PathBuf>) -> MinfsFuse {
+        self.stats_path = path;
+        self
+    }
+
+    /// Commits the size of `name` when writes grew it (one commit, which flushes the device
+    /// first); else flushes the device (`fsync`), or (`!always`, a close) only when anything
+    /// was written since the last flush.
+    fn sync_file(&mut self, name: &str, always: bool) -> Reply<()> {
+        self.check()?;
+        if self.read_only {
+            return Ok(());
+        }
+        match self.fs.sync_size(name) {
+            Ok(true) => {
+                self.stats.size_commits += 1;
+                self.dirty = false;
+                Ok(())
+            }
+            Ok(false) if always || self.dirty => self.device_flush(),
+            Ok(false) => Ok(()),
+            Err(e) => Err(self.failed_change(&e)),
+        }
+    }
+
+    /// Every grown size committed (one commit at most), preallocation given back, the device
+    /// flushed: what unmounting does.
+    fn settle(&mut self) -> Reply<()> {
+        self.check()?;
+        if self.read_only {
+            return Ok(());
+        }
+        match self.fs.sync_all_sizes() {
+            Ok(true) => {
+                self.stats.size_commits += 1;
+                self.dirty = false;
+            }
+            Ok(false) => {}
+            Err(e) => return Err(self.failed_change(&e)),
+        }
+        self.fs
+            .trim_all_preallocation()
+            .map_err(|e| self.failed_change(&e))?;
+        if self.dirty {
+            self.device_flush()?;
+        }
+        Ok(())
     }
 
     fn check(&self) -> Reply<()> {
@@ -292,7 +362,9 @@ impl MinfsFuse {
     fn write_bytes(&mut self, file: &FileHandle, offset: u64, data: &[u8]) -> Result<(), Error> {
         let end = offset + data.len() as u64;
         if end > file.size() {
-            self.fs.grow(file.name(), end)?;
+            // In memory, allocating ahead: the size is committed at fsync, last close or
+            // unmount, not per write.
+            self.fs.extend_unsynced(file.name(), end)?;
         }
         let s = self.sector;
         let a0 = offset / s * s;
@@ -406,13 +478,28 @@ impl MinfsFuse {
 }
 
 impl fuser::Filesystem for MinfsFuse {
-    fn init(&mut self, _req: &Request<'_>, _config: &mut KernelConfig) -> Result<(), c_int> {
+    fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), c_int> {
+        // fuser asks for max_pages = max(max_write, max_readahead) / page size: a request of up
+        // to MAX_REQUEST_BYTES (the kernel caps it at fs.fuse.max_pages_limit).
+        let asked = match config.set_max_write(super::MAX_REQUEST_BYTES) {
+            Ok(_) => super::MAX_REQUEST_BYTES,
+            Err(max) => {
+                let _ = config.set_max_write(max);
+                max
+            }
+        };
+        self.stats.max_pages_asked = asked.div_ceil(4096);
         Ok(())
     }
 
     fn destroy(&mut self) {
-        if self.dirty && !self.poisoned {
-            let _ = self.device_flush();
+        if !self.poisoned {
+            let _ = self.settle();
+        }
+        if let Some(p) = &self.stats_path {
+            if let Ok(json) = serde_json::to_string_pretty(&self.stats) {
+                let _ = std::fs::write(p, json + "\n");
+            }
         }
     }
 
@@ -623,7 +710,11 @@ impl fuser::Filesystem for MinfsFuse {
             self.read_bytes(&file, offset, size).map_err(|e| errno(&e))
         })();
         match r {
-            Ok((from, to)) => reply.data(&self.buf[from..to]),
+            Ok((from, to)) => {
+                self.stats.read_requests += 1;
+                self.stats.largest_read = self.stats.largest_read.max(u64::from(size));
+                reply.data(&self.buf[from..to])
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -646,6 +737,8 @@ impl fuser::Filesystem for MinfsFuse {
             let offset = u64::try_from(offset).map_err(|_| libc::EINVAL)?;
             let len = u32::try_from(data.len()).map_err(|_| libc::EINVAL)?;
             offset.checked_add(data.len() as u64).ok_or(libc::EFBIG)?;
+            self.stats.write_requests += 1;
+            self.stats.largest_write = self.stats.largest_write.max(u64::from(len));
             if len > 0 {
                 self.write_bytes(&file, offset, data)
                     .map_err(|e| self.failed_change(&e))?;
@@ -683,12 +776,38 @@ impl fuser::Filesystem for MinfsFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.opens.remove(&fh);
-        reply.ok();
+        // The last close of a file: its grown size is committed and its preallocation given
+        // back. (The kernel does not report a release's error to anyone; a failed commit
+        // poisons the filesystem like any other.)
+        let r = match self.opens.remove(&fh) {
+            Some(o)
+                if !self.read_only
+                    && !self.opens.values().any(|x| x.file.name() == o.file.name()) =>
+            {
+                let name = o.file.name().to_string();
+                drop(o);
+                self.sync_file(&name, false).and_then(|()| {
+                    self.fs
+                        .trim_preallocation(&name)
+                        .map(drop)
+                        .map_err(|e| self.failed_change(&e))
+                })
+            }
+            _ => Ok(()),
+        };
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
-    fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        match self.device_flush() {
+    fn fsync(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, _ds: bool, reply: ReplyEmpty) {
+        // fsync and fdatasync alike: a grown size is metadata fdatasync must make durable too.
+        let r = match self.open_file(fh) {
+            Ok(file) => self.sync_file(file.name(), true),
+            Err(e) => Err(e),
+        };
+        match r {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
