@@ -24,7 +24,8 @@ mod memory;
 mod sparse;
 
 pub use fault::FaultDevice;
-pub use file::{FileDevice, OpenMode, TargetKind};
+pub(crate) use file::open_exclusive;
+pub use file::{FileDevice, OpenMode, TargetKind, EXCLUSIVE_OPEN_WAIT};
 pub use memory::MemDevice;
 pub use sparse::SparseMemDevice;
 
