@@ -7,7 +7,14 @@
 # Default device: a loop device (--direct-io=on) over an image under --work, zero-filled and
 # synced once before the first run (so no target pays the host filesystem's allocation).
 # Writes DIR (--out) with compare.json, SETUP.md, runs/<workload>/<target>/run-<k>.{json,oplog}
-# (and .trace with --trace), then `minfs-bench report DIR` renders report.md and plots/.
+# (and .trace with --trace), then `minfs-bench report DIR` renders report.md and plots/, and
+# prints the report's verdict. Each run's line shows the time elapsed and an estimate of the
+# time left.
+#
+# How long: the default (6 workloads x 9 targets x 3 runs = 162 runs at scale 0.1, a
+# 4.6 GiB image, about 280 MB of results) took 18 min (1,091 s) on a 2-vCPU VM while other
+# jobs kept it loaded (load average 13.7 at its end), with the release binaries built; a first
+# build comes on top. Run time grows about in proportion to --scale and --runs.
 #
 # Options:
 #   --device DEV        use this block device instead of a loop device. Refused when it is
@@ -76,15 +83,18 @@
 #                       report reads run-K.oplog.gz as well); for committing results
 #   --bin-dir DIR       use the minfs, minfs-bench (and hddsim) binaries in DIR instead of
 #                       building release
-#   --out DIR           results directory (default results/<date>-<host>-<device>/)
+#   --out DIR           results directory (default results/local/<date>T<time>-<host>-<device>/,
+#                       which git ignores; write a run to commit with --out results/NAME).
+#                       Refused, before anything is built or made, when it exists and is not
+#                       empty
 #   -h, --help
 #
 # mkfs.ext4, mkfs.xfs, minfs mkfs, wipefs and mount are retried for up to 30 s when the
 # device is momentarily busy (EBUSY: another process has it open for a moment).
 #
 # Exit codes: 0 all runs succeeded; 1 a run or step failed (the report marks it); 2 usage
-# error or a refused device; 130 interrupted. Mounts, loop devices and tracefs instances it
-# made are removed on exit, error and Ctrl-C.
+# error, an --out that is not empty, or a refused device; 130 interrupted. Mounts, loop
+# devices and tracefs instances it made are removed on exit, error and Ctrl-C.
 set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
@@ -205,6 +215,21 @@ done
 
 uses_fs() { [[ " ${target_list[*]} " == *" $1"* ]]; }
 
+# ---------------------------------------------------------------- the results directory
+# Checked before anything is built, zero-filled or attached. The default goes under
+# results/local/ (ignored by git), so a run of the default command leaves the checkout clean;
+# a run to commit is written with an explicit --out results/NAME.
+if [ -n "$device" ]; then device_label=$(basename "$(readlink -f "$device")")
+elif [ -n "$emulated" ] && [ "$whole_drive" = 1 ]; then device_label=emulated-$emulated-whole
+elif [ -n "$emulated" ]; then device_label=emulated-$emulated
+else device_label=loop-$sector_size
+fi
+host=$(hostname -s 2>/dev/null || hostname)
+[ -n "$out" ] || out=$repo/results/local/$(date -u +%Y-%m-%dT%H%M%S)-$host-$device_label
+if [ -e "$out" ] && ! [ -d "$out" ]; then usage_error "--out $out exists and is not a directory"; fi
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
+  usage_error "--out $out already exists and is not empty (it may hold an earlier comparison); choose another --out"
+fi
 
 # ---------------------------------------------------------------- tools
 [ "$(id -u)" = 0 ] || usage_error "must run as root (loop devices, mkfs, mount)"
@@ -348,7 +373,6 @@ if [ -n "$device" ]; then
   dev_bytes=$(blockdev --getsize64 "$dev")
   [ "$dev_bytes" -ge "$need_bytes" ] \
     || die "$dev has $dev_bytes bytes; the workloads at scale $scale need about $need_bytes"
-  device_label=$(basename "$dev")
 elif [ "$whole_drive" = 1 ]; then
   mkdir -p "$work"
   work=$(cd "$work" && pwd)
@@ -375,7 +399,6 @@ elif [ "$whole_drive" = 1 ]; then
     || die "the emulated drive has $img_bytes bytes; the workloads at scale $scale need about $need_bytes"
   zero_cmd=""
   loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $emu_mnt/disk"
-  device_label=emulated-$emulated-whole
   loop=$($loop_cmd)
   dev=$loop
   dev_bytes=$img_bytes
@@ -405,10 +428,8 @@ else
     emu_cmd="hddsim emulate --profile $emulated --backing $image $emu_mnt"
     "$hddsim" emulate --profile "$emulated" --backing "$image" "$emu_mnt" >/dev/null
     loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $emu_mnt/disk"
-    device_label=emulated-$emulated
   else
     loop_cmd="losetup --find --show --direct-io=on --sector-size $sector_size $image"
-    device_label=loop-$sector_size
   fi
   loop=$($loop_cmd)
   dev=$loop
@@ -417,10 +438,6 @@ fi
 devname=$(basename "$dev")
 queue=/sys/class/block/$devname/queue
 
-host=$(hostname -s 2>/dev/null || hostname)
-today=$(date -u +%Y-%m-%d)
-[ -n "$out" ] || out=$repo/results/$today-$host-$device_label
-if [ -e "$out/compare.json" ]; then die "$out already holds a comparison; choose another --out"; fi
 mkdir -p "$out/runs"
 out=$(cd "$out" && pwd)
 mnt=$(mktemp -d "/tmp/minfs-compare-mnt.$$.XXXXXX")
@@ -613,6 +630,46 @@ failures=0
 nt=${#target_list[@]}
 total=$(( runs * ${#workload_names[@]} * nt ))
 n=0
+
+# Progress: the time since the first run began, and an estimate of the time left. Each
+# remaining run is estimated by the mean time (preparation, run, replays) of its workload and
+# target so far, else of its workload on the other targets, else of all runs so far.
+declare -A cell_ms=() cell_n=()
+now_ms() { date +%s%3N; }
+human() { # milliseconds → "1h02m", "12m03s", "45s"
+  local s=$(( $1 / 1000 ))
+  if [ "$s" -ge 3600 ]; then printf '%dh%02dm' $((s / 3600)) $((s % 3600 / 60))
+  elif [ "$s" -ge 60 ]; then printf '%dm%02ds' $((s / 60)) $((s % 60))
+  else printf '%ds' "$s"
+  fi
+}
+# left_ms DONE: the estimated time of the runs of the plan (below) after the first DONE.
+left_ms() {
+  local done=$1 sum=0 all_ms=0 all_n=0 c i step wi t w wsum wn t2 est
+  local -A wmean=()
+  for c in "${!cell_ms[@]}"; do all_ms=$((all_ms + cell_ms[$c])); all_n=$((all_n + cell_n[$c])); done
+  [ "$all_n" -gt 0 ] || { echo 0; return; }
+  for w in "${workload_names[@]}"; do
+    wsum=0 wn=0
+    for t2 in "${target_list[@]}"; do
+      [ -n "${cell_n[$w/$t2]:-}" ] || continue
+      wsum=$((wsum + cell_ms[$w/$t2])); wn=$((wn + cell_n[$w/$t2]))
+    done
+    [ "$wn" = 0 ] || wmean[$w]=$((wsum / wn))
+  done
+  for ((i = done; i < ${#plan[@]}; i++)); do
+    step=${plan[$i]#* }  # "WI TARGET"
+    wi=${step%% *} t=${step#* }
+    w=${workload_names[$wi]}
+    if [ -n "${cell_n[$w/$t]:-}" ]; then est=$((cell_ms[$w/$t] / cell_n[$w/$t]))
+    elif [ -n "${wmean[$w]:-}" ]; then est=${wmean[$w]}
+    else est=$((all_ms / all_n))
+    fi
+    sum=$((sum + est))
+  done
+  echo "$sum"
+}
+
 say "device $dev ($((dev_bytes >> 20)) MiB), results in $out"
 # The runs in order: (run, workload index, target).
 plan=()
@@ -630,12 +687,14 @@ else
     done
   done
 fi
+first_ms=$(now_ms)
 for step in "${plan[@]}"; do
   read -r k wi t <<<"$step"
   w=${workload_names[$wi]}
   wf=${workload_files[$wi]}
   cur_capacity=${capacities[$wi]}
   n=$((n + 1))
+  iter_ms=$(now_ms)
   dir=$out/runs/$w/$t
   mkdir -p "$dir"
   base=$dir/run-$k
@@ -673,9 +732,9 @@ for step in "${plan[@]}"; do
     failures=$((failures + 1))
     { echo "minfs-bench exited with $rc"; cat "$base.log"; } >"$base.error"
     rm -f "$base.json"
-    say "[$n/$total] run $k $w $t: FAILED (exit $rc), see $base.error"
+    result="FAILED (exit $rc), see $base.error"
   else
-    say "[$n/$total] run $k $w $t: ${secs}s"
+    result="${secs}s"
   fi
   rm -f "$base.log"
   if [ -n "$trace_inst" ]; then
@@ -694,6 +753,12 @@ for step in "${plan[@]}"; do
   release "$t"
   # Kept after every run, so that a comparison cut short still has them.
   [ -z "$emulated" ] || cp "$emu_mnt/stats.json" "$out/emulator-stats.json"
+  end_ms=$(now_ms)
+  cell_ms[$w/$t]=$(( ${cell_ms[$w/$t]:-0} + end_ms - iter_ms ))
+  cell_n[$w/$t]=$(( ${cell_n[$w/$t]:-0} + 1 ))
+  progress="elapsed $(human $((end_ms - first_ms)))"
+  [ "$n" = "$total" ] || progress+=", about $(human "$(left_ms "$n")") left"
+  say "[$n/$total] run $k $w $t: $result ($progress)"
 done
 
 # ---------------------------------------------------------------- SETUP.md
@@ -708,7 +773,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| date (UTC) | $(date -u '+%Y-%m-%d %H:%M') |"
   echo "| host | $host |"
   echo "| kernel | $(uname -srvm) |"
-  echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) online CPUs |"
+  echo "| CPU | $(lscpu | sed -n 's/^Model name: *//p' | sed -n 1p), $(nproc) online CPUs |"
   echo "| RAM | $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |"
   if [ "$whole_drive" = 1 ]; then
     echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over the file of an emulated drive of the profile's whole capacity, $dev_bytes bytes: \`$emu_cmd\` ($("$hddsim" --version)), profile \`$emulated\` ($("$hddsim" validate --profile "$emulated" | sed -n '1s/^hddsim validate: //p' | sed 's/|/\\|/g')), backed by a sparse image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' ') (zeros are stored as holes). Before each target is made the drive is flushed and the image punched back to holes (\`sync $emu_mnt/disk; fallocate --punch-hole --offset 0 --length $dev_bytes IMAGE\`), caches are dropped, and the run starts right after the mkfs and mount, as in a deployment: ext4's lazy inode-table init (ext4-defaults) and XFS's log in the middle of the drive act as on the real drive. Replies wait for the modelled completion; the emulator's statistics at the end: \`emulator-stats.json\` |"
@@ -720,7 +785,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   elif [ -n "$image" ]; then
     echo "| device | \`$dev\`, a loop device (\`$loop_cmd\`) over a $((dev_bytes >> 20)) MiB image on $(findmnt -no SOURCE,FSTYPE -T "$work" | tr -s ' ') ($(findmnt -no OPTIONS -T "$work")), zero-filled and synced before the first run: \`$zero_cmd\` |"
     host_src=$(findmnt -no SOURCE -T "$work")
-    host_disk=$(lsblk -no PKNAME "$host_src" 2>/dev/null | head -1)
+    host_disk=$(lsblk -no PKNAME "$host_src" 2>/dev/null | sed -n 1p)
     [ -n "$host_disk" ] || host_disk=$(basename "$host_src")
     echo "| image's host disk | $(lsblk -dno NAME,SIZE,ROTA,MODEL "/dev/$host_disk" 2>/dev/null | tr -s ' ' || echo n/a) (name, size, rotational, model as lsblk reports) |"
     echo "| loop direct I/O | $(sysval "/sys/class/block/$devname/loop/dio") |"
@@ -767,8 +832,8 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   "$bench" --version
   echo "cannyls $(awk '/^name = "cannyls"$/ { getline; print $3 }' "$repo/Cargo.lock" | tr -d '"')"
   rustc --version 2>/dev/null || true
-  mkfs.ext4 -V 2>&1 | head -1
-  mkfs.xfs -V 2>&1 | head -1
+  mkfs.ext4 -V 2>&1 | sed -n 1p
+  mkfs.xfs -V 2>&1 | sed -n 1p
   losetup --version
   echo '```'
   echo
@@ -814,8 +879,8 @@ if [ -n "$emulated" ]; then
     echo "| --- | --- | --- | --- | --- | --- |"
     for mj in "$out"/runs/*/*/run-*.model-"$emulated".json; do
       [ -e "$mj" ] || continue
-      meas=$(sed -n 's/.*"measured_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | head -1)
-      mod=$(sed -n 's/.*"modelled_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | head -1)
+      meas=$(sed -n 's/.*"measured_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | sed -n 1p)
+      mod=$(sed -n 's/.*"modelled_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | sed -n 1p)
       [ -n "$meas" ] && [ -n "$mod" ] || continue
       rel=${mj#"$out"/runs/}
       IFS=/ read -r w t r <<<"$rel"
@@ -848,4 +913,11 @@ if [ "$compress" = 1 ]; then
   find "$out/runs" -type f \( -name '*.oplog' -o -name '*.trace' \) -exec gzip -9 -n {} +
 fi
 say "done: $out/report.md ($failures failures)"
+if [ -f "$out/report.md" ]; then
+  # The report's verdict: per workload, the targets slower or faster than minfs beyond the
+  # run-to-run spread, measured on this device.
+  echo
+  echo "Verdict (measured on $dev; what is modelled and why it may differ: $out/report.md):"
+  awk '/^## Verdict$/ { on = 1; next } on && /^## / { on = 0 } on && /^- / { gsub(/\*\*/, ""); print }' "$out/report.md"
+fi
 [ "$failures" = 0 ] || exit 1

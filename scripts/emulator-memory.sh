@@ -63,7 +63,7 @@ one() {
     truncate -s 1G "$img"
     "$hddsim" emulate --profile "$profile" --clock virtual --backing "$img" "$emu" >/dev/null
   fi
-  pid=$(pgrep -f -n -- "--backing $img" | head -1)
+  pid=$(pgrep -f -n -- "--backing $img" | sed -n 1p)
   loop=$(losetup --find --show --direct-io=on "$emu/disk")
   mkfs.ext4 -F -q -O ^has_journal "$loop" >/dev/null
   mnt=$(mktemp -d "$dir/mnt.XXXXXX")

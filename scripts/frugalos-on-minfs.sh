@@ -177,7 +177,7 @@ check_object() { # BUCKET NAME present|absent
     if [ "$code" = 200 ] && cmp -s "$work/got" "$objs/$2"; then
       say "GET $1/$2: identical"
     else
-      say "GET $1/$2: FAILED (HTTP $code, $(cmp "$work/got" "$objs/$2" 2>&1 | head -1))"
+      say "GET $1/$2: FAILED (HTTP $code, $(cmp "$work/got" "$objs/$2" 2>&1 | sed -n 1p))"
       failures=$((failures + 1))
     fi
   elif [ "$code" = 404 ]; then

@@ -82,7 +82,7 @@ measure() {
     rss=$(tail -n 1 "$scratch/time")
     echo "$label $rss $(( (t1 - t0) / 1000 )) $st" >>"$scratch/results"
     if [[ $st -ne 0 ]]; then
-        echo "  $label failed ($st): $(grep -v '^Command' "$scratch/err" | head -n 2 | tr '\n' ' ')" >&2
+        echo "  $label failed ($st): $(grep -v '^Command' "$scratch/err" | sed -n 1,2p | tr '\n' ' ')" >&2
     fi
 }
 

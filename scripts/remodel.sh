@@ -30,8 +30,8 @@ failures=0
 for json in "$dir"/runs/*/*/run-*.json; do
   case $json in *.model-*.json) continue ;; esac
   base=${json%.json}
-  trace=$(ls "$base".trace "$base".trace.gz 2>/dev/null | head -n 1 || true)
-  oplog=$(ls "$base".oplog "$base".oplog.gz 2>/dev/null | head -n 1 || true)
+  trace=$(ls "$base".trace "$base".trace.gz 2>/dev/null | sed -n 1p || true)
+  oplog=$(ls "$base".oplog "$base".oplog.gz 2>/dev/null | sed -n 1p || true)
   [ -n "$trace" ] && [ -n "$oplog" ] || continue
   for p in $profiles; do
     if ! "$bench" hdd-replay --profile "$p" --run "$json" --json "$base.model-$p.json" \

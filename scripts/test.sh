@@ -31,14 +31,58 @@ target_dir=$(cargo metadata --format-version 1 --no-deps |
   sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 counts_dir="${target_dir:-target}/tmp"
 
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+# Every step runs, whatever an earlier one gave: a formatting or clippy failure does not hide
+# the tests, and `--no-fail-fast` runs every test binary even when one fails. The last line
+# says what happened: "test.sh: N passed, 0 failed (all N tests passed ...)" or "test.sh: N
+# passed, M failed: WHAT, ..." (exit status 1).
+failed=()
+log=$(mktemp "${TMPDIR:-/tmp}/minfs-test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+cargo fmt --all -- --check || failed+=("cargo fmt --check")
+cargo clippy --workspace --all-targets -- -D warnings || failed+=("clippy -D warnings")
 rm -f "$counts_dir"/reliability-*.txt
-cargo test --workspace
+before_tests=${#failed[@]}
+set +e
+cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
+test_status=${PIPESTATUS[0]}
+set -e
+
+# Per test binary ("Running …", "Doc-tests …"): its "test result:" counts and the tests it
+# reported FAILED; cargo follows a failed binary with "error: … failed, to rerun pass `ARGS`",
+# which names it (a binary that ended without a result line crashed).
+summary=$(awk '
+  /^ *(Running|Doc-tests) / { pending = 1; tests = ""; next }
+  /^test .* \.\.\. FAILED$/ {
+    t = $0; sub(/^test /, "", t); sub(/ \.\.\. FAILED$/, "", t); tests = tests t "\n"; next
+  }
+  /^test result: / {
+    pending = 0
+    for (i = 1; i < NF; i++) {
+      if ($(i + 1) ~ /^passed;?$/) passed += $i
+      if ($(i + 1) ~ /^failed;?$/) failed += $i
+      if ($(i + 1) ~ /^ignored;?$/) ignored += $i
+    }
+    next
+  }
+  /^error: .*failed, to rerun pass `/ {
+    args = $0; sub(/^[^`]*`/, "", args); sub(/`.*$/, "", args)
+    n = split(tests, arr, "\n")
+    for (i = 1; i < n; i++) bad = bad arr[i] " (cargo test " args ")\n"
+    if (pending) bad = bad "cargo test " args ": ended without a test result (crashed?)\n"
+    tests = ""; pending = 0
+  }
+  END { printf "%d %d %d\n%s", passed, failed, ignored, bad }' "$log")
+read -r n_passed _ n_ignored <<<"$(sed -n 1p <<<"$summary")"
+while IFS= read -r line; do
+  [ -n "$line" ] && failed+=("$line")
+done < <(sed 1d <<<"$summary")
+if [ "$test_status" != 0 ] && [ ${#failed[@]} = "$before_tests" ]; then
+  failed+=("cargo test exited with $test_status (a build error? see above)")
+fi
 
 echo
 echo "Reliability suites (counts at CI defaults; nightly: scripts/reliability.sh --crash-seeds 100000):"
-status=0
 suites=(crash_sweep crash_sweep_512e cannyls_crash cannyls_crash_512 cannyls_crash_512e
   cannyls_crash_512e_512 io_errors)
 for suite in "${suites[@]}"; do
@@ -46,7 +90,7 @@ for suite in "${suites[@]}"; do
     cat "$counts_dir/reliability-$suite.txt"
   else
     echo "$suite: no counts (did the suite run?)"
-    status=1
+    failed+=("reliability suite $suite left no counts")
   fi
 done
 # Counts left by other suites following the same convention.
@@ -58,4 +102,14 @@ for f in "$counts_dir"/reliability-*.txt; do
     *) cat "$f" ;;
   esac
 done
-exit "$status"
+
+echo
+ignored_note=""
+[ "$n_ignored" = 0 ] || ignored_note=", $n_ignored ignored"
+if [ ${#failed[@]} = 0 ]; then
+  echo "test.sh: $n_passed passed, 0 failed$ignored_note (all $n_passed tests passed; cargo fmt --check and clippy -D warnings clean)"
+  exit 0
+fi
+list=$(printf '%s; ' "${failed[@]}")
+echo "test.sh: $n_passed passed, ${#failed[@]} failed$ignored_note: ${list%; }"
+exit 1

@@ -74,7 +74,7 @@ one() { # TARGET LOG(0|1) -> prints total_elapsed_ns
   [ -n "$mnt" ] && { umount "$mnt"; mnt=""; }
   losetup -d "$loop"; loop=""
   stop_emulator "$bin_dir/hddsim" "$emu"; emu=""
-  sed -n 's/.*"total_elapsed_ns": *\([0-9]*\).*/\1/p' "$d/run.json" | head -1
+  sed -n 's/.*"total_elapsed_ns": *\([0-9]*\).*/\1/p' "$d/run.json" | sed -n 1p
 }
 
 IFS=, read -r -a tl <<<"$targets"

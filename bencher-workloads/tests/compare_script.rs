@@ -121,6 +121,32 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     ]);
     assert!(out.status.success(), "{}", text(&out));
 
+    // Progress: elapsed and an estimate of the time left on each run's line but the last.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let total = err
+        .lines()
+        .filter(|l| l.starts_with("compare.sh: ["))
+        .count();
+    assert!(total >= TARGETS.len() * WORKLOADS.len(), "{err}");
+    assert!(
+        err.contains(&format!("[1/{total}] run 1 seq-256k ")) && err.contains(", about "),
+        "{err}"
+    );
+    let last = err
+        .lines()
+        .find(|l| l.starts_with(&format!("compare.sh: [{total}/{total}] ")))
+        .unwrap_or_else(|| panic!("no line of the last run in {err}"));
+    assert!(
+        last.contains("(elapsed ") && !last.contains("left"),
+        "{last}"
+    );
+    // The verdict, one line per workload, at the end of the output.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let verdict = &stdout[stdout.find("\nVerdict (measured on ").expect("a verdict")..];
+    for w in WORKLOADS {
+        assert!(verdict.contains(&format!("\n- {w}: ")), "{verdict}");
+    }
+
     let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     let images: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
@@ -695,5 +721,87 @@ fn mkfs_on_a_momentarily_busy_device_is_retried() {
         assert!(retried.status.success(), "{tool}: {}", text(&retried));
         let err = String::from_utf8_lossy(&retried.stderr);
         assert!(err.contains("device busy, retrying (1)"), "{tool}: {err}");
+    }
+}
+
+#[test]
+fn compare_script_refuses_an_existing_out_before_making_anything() {
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let work = scratch.path().join("work");
+    let out_dir = scratch.path().join("out");
+    fs::create_dir_all(&out_dir).unwrap();
+    fs::write(out_dir.join("compare.json"), "{}").unwrap();
+    let (out, _) = compare(&[
+        "--work",
+        work.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(out_dir.to_str().unwrap()) && err.contains("not empty"),
+        "{err}"
+    );
+    assert!(!err.contains("zero-filling"), "{err}");
+    assert!(!work.exists(), "the work directory (and an image) was made");
+    // A file is refused too.
+    let file = scratch.path().join("file");
+    fs::write(&file, "x").unwrap();
+    let (out, _) = compare(&["--out", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn compare_script_without_out_writes_where_git_ignores_it() {
+    require_loop!();
+    let _serial = one_at_a_time();
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let work = scratch.path().join("work");
+    let (out, _) = compare(&[
+        "--workloads",
+        "seq-256k",
+        "--targets",
+        "raw",
+        "--scale",
+        "0.001",
+        "--runs",
+        "1",
+        "--no-trace",
+        "--work",
+        work.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let dir = err
+        .lines()
+        .find_map(|l| l.split(", results in ").nth(1))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("no results directory named in {err}"));
+    let local = repo().join("results/local");
+    let inside = dir.starts_with(&local);
+    let report = dir.join("report.md").is_file();
+    // Whether git (where this is a checkout) ignores it, before it is removed.
+    let ignored = Command::new("git")
+        .arg("-C")
+        .arg(repo())
+        .args(["check-ignore", "-q"])
+        .arg(&dir)
+        .status()
+        .map(|s| s.code());
+    if inside {
+        fs::remove_dir_all(&dir).unwrap();
+        // (results/local itself too, when nothing else is in it.)
+        let _ = fs::remove_dir(&local);
+    }
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(inside, "{} is not under {}", dir.display(), local.display());
+    assert!(report, "no report.md in {}", dir.display());
+    if repo().join(".git").exists() {
+        assert_eq!(
+            ignored.ok(),
+            Some(Some(0)),
+            "git does not ignore {}",
+            dir.display()
+        );
     }
 }

@@ -321,11 +321,11 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) |"
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 1.00 | 0.50 |"
+        "| rand-mixed-1m | 1 | 1.00 ~ | 0.50 ▼ |"
     );
     assert!(md.find("| seq-256k |").unwrap() < md.find("| rand-mixed-1m |").unwrap());
     assert!(md.contains("![ratios](plots/ratios.svg)"));
@@ -418,7 +418,7 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     assert!(m.contains("(profile `st1000dm003`)"));
     assert_eq!(
         line_with(m, "| seq-256k |"),
-        "| seq-256k | 1 | 2.00 | 3.00 (1/2 runs) |"
+        "| seq-256k | 1 | 2.00 ▲ | 3.00 (1/2 runs) |"
     );
     assert_eq!(
         line_with(m, "| rand-mixed-1m |"),
@@ -473,7 +473,7 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     // The measured part is unchanged.
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) |"
     );
     let second = outputs(dir);
     assert_eq!(second.len(), 5);
@@ -504,9 +504,15 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
     );
     assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
+    // The verdict: raw, never run, has no ratio; xfs and btrfs ran once.
+    assert_eq!(
+        verdict_of(&md, "seq-256k"),
+        "- **seq-256k**: slower than minfs beyond the run-to-run spread: ext4 1.64×; not \
+         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×, raw, btrfs 2.00×."
+    );
 
     // Without minfs, the first target is the baseline and the text says so.
     let meta = json!({"targets": ["ext4", "xfs"]});
@@ -529,7 +535,7 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 0.50 |"
+        "| rand-mixed-1m | 1 | 0.50 ▼ |"
     );
     // A plot no workload makes any more is removed; other files stay.
     assert!(!dir.join("plots/cdf-gone.svg").exists());
@@ -628,10 +634,128 @@ fn bad_inputs_fail_naming_the_file() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1.64 | 1 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1.64 ▲ | 1 | 2.73 (1/2 runs) |"
     );
 
     // Usage errors.
     bench().arg("report").assert().code(2);
     bench().args(["report", "a", "b"]).assert().code(2);
+}
+
+/// A comparison of one workload, `w`, with these totals (in s) per target and run, on
+/// `device`: the runs' other figures do not matter to the verdict.
+fn totals_fixture(dir: &Path, device: &str, w: &str, targets: &[(&str, &[u64])]) {
+    let names: Vec<&str> = targets.iter().map(|t| t.0).collect();
+    let runs = targets.iter().map(|t| t.1.len()).max().unwrap_or(0);
+    fs::write(
+        dir.join("compare.json"),
+        json!({"workloads": [w], "targets": names, "runs": runs, "device": device}).to_string(),
+    )
+    .unwrap();
+    for (t, totals) in targets {
+        let d = run_dir(dir, w, t);
+        for (i, total) in totals.iter().enumerate() {
+            let rep = report(w, t, total * S, total * S, 1e8, MS);
+            fs::write(
+                d.join(format!("run-{}.json", i + 1)),
+                serde_json::to_string(&rep).unwrap(),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// The verdict's sentence about workload `w`.
+fn verdict_of<'a>(md: &'a str, w: &str) -> &'a str {
+    let verdict = &md[md.find("## Verdict\n").expect("a verdict")..];
+    let verdict = &verdict[..verdict[3..].find("\n## ").map_or(verdict.len(), |i| i + 3)];
+    line_with(verdict, &format!("- **{w}**: "))
+}
+
+#[test]
+fn the_report_opens_with_a_verdict_beyond_the_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fixture(dir);
+    let md = render(dir);
+    // The verdict comes before any table.
+    let verdict = md.find("## Verdict\n").expect("a verdict");
+    assert!(verdict < md.find("| Workload |").unwrap(), "{md}");
+    assert!(verdict < md.find("**Total elapsed**").unwrap(), "{md}");
+    // seq-256k: ext4's 16–20 s lie above minfs's 10–12 s; xfs ran once.
+    assert_eq!(
+        verdict_of(&md, "seq-256k"),
+        "- **seq-256k**: slower than minfs beyond the run-to-run spread: ext4 1.64×; not \
+         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×."
+    );
+    // rand-mixed-1m: xfs's 2–3 s below minfs's 4–6 s; ext4's 5 s inside them.
+    assert_eq!(
+        verdict_of(&md, "rand-mixed-1m"),
+        "- **rand-mixed-1m**: faster than minfs beyond the spread: xfs 0.50×; within the \
+         spread: ext4."
+    );
+    // The summary's marks are explained.
+    assert!(md.contains("▲ slower, ▼ faster than minfs beyond the run-to-run spread"));
+}
+
+#[test]
+fn a_median_ratio_inside_the_spread_is_not_called_slower_or_faster() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // minfs 10–30 s (median 20). ext4: median 26 s, ratio 1.30, but its 25–27 s lie inside
+    // minfs's range: within the spread. xfs: median 11 s, ratio 0.55, but 9–13 s overlaps
+    // minfs's 10 s: within. btrfs: 31–33 s, just above minfs's slowest: slower, 1.60×. raw:
+    // 7–9 s, just below its fastest: faster, 0.40×. zfs: 30–40 s, touching minfs's 30 s:
+    // within (a tie is not beyond the spread).
+    totals_fixture(
+        dir,
+        "loop-512 (loop device, direct I/O, over a 300 MiB zero-filled image)",
+        "w",
+        &[
+            ("minfs", &[10, 30, 20]),
+            ("ext4", &[25, 26, 27]),
+            ("xfs", &[9, 13, 11]),
+            ("btrfs", &[31, 32, 33]),
+            ("raw", &[8, 7, 9]),
+            ("zfs", &[30, 40, 35]),
+        ],
+    );
+    let md = render(dir);
+    assert_eq!(
+        verdict_of(&md, "w"),
+        "- **w**: slower than minfs beyond the run-to-run spread: btrfs 1.60×; faster than \
+         minfs beyond the spread: raw 0.40×; within the spread: ext4, xfs, zfs."
+    );
+    assert_eq!(
+        line_with(&md, "| w |"),
+        "| w | 1 | 1.30 ~ | 0.55 ~ | 1.60 ▲ | 0.40 ▼ | 1.75 ~ |"
+    );
+    // A loop device over an image: the measured tables are not a drive's, and a flush is a
+    // host fsync. No traces: nothing modelled.
+    assert!(
+        md.contains("a loop device over an image file on this machine's disk. That is not a drive")
+    );
+    assert!(md.contains("a flush is an `fsync` of the image file on the host"));
+    assert!(md.contains("No tables are modelled here"));
+}
+
+#[test]
+fn one_run_each_is_not_judged_and_the_emulated_device_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    totals_fixture(
+        dir,
+        "emulated-st1000dm003 (loop device, direct I/O, over hddsim emulate --profile \
+         st1000dm003 backed by a 300 MiB zero-filled image)",
+        "w",
+        &[("minfs", &[10]), ("ext4", &[30]), ("xfs", &[5])],
+    );
+    let md = render(dir);
+    assert_eq!(
+        verdict_of(&md, "w"),
+        "- **w**: not judged, with fewer than 2 runs of it or of minfs: ext4 3.00×, xfs 0.50×."
+    );
+    assert_eq!(line_with(&md, "| w |"), "| w | 1 | 3.00 | 0.50 |");
+    assert!(md.contains("a loop device over an emulated drive (`hddsim emulate`)"));
+    assert!(!md.contains("That is not a drive"));
 }

@@ -36,13 +36,14 @@ fn shipped() -> Vec<(PathBuf, &'static str)> {
                 "small-embedded" => "0.02",
                 "delete-range-sweep" => "0.01",
                 "durable-256k" | "churn-256k" => "0.005",
+                "churn-sync-256k" => "0.02",
                 _ => "0.002",
             };
             (p, scale)
         })
         .collect();
     v.sort();
-    assert_eq!(v.len(), 10, "{v:?}");
+    assert_eq!(v.len(), 11, "{v:?}");
     v
 }
 
@@ -187,7 +188,7 @@ fn every_shipped_workload_verifies_on_minfs() {
         assert_eq!(v["backend"], spec);
     }
     let fs = minfs::Filesystem::open(&img, minfs::OpenMode::ReadOnly).unwrap();
-    assert_eq!(fs.list().len(), 10);
+    assert_eq!(fs.list().len(), shipped().len());
     drop(fs);
     assert!(minfs::fsck::check(&img).unwrap().is_clean());
 }

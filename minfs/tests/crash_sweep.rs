@@ -37,8 +37,11 @@
 //! `crash_sweep_on_512e_media` does the sweep and a quarter as many random crash images again on
 //! 512e media without power-loss protection for read-modify-write (a write covering part of a
 //! 4 KiB physical sector may ruin all of it: `MediaState::with_rmw_physical`): minfs's own
-//! writes never cover part of a physical sector, so the same checks pass; its counts line is
-//! `reliability-crash_sweep_512e.txt`.
+//! writes never cover part of a physical sector, so the same checks pass. Random crash points
+//! seldom fall right after a data write that covers part of a physical sector, so it also
+//! crashes there on purpose in a few fixed random workloads, ruining those sectors: the check
+//! that the model bit (data sectors ruined, not compared) holds at every `MINFS_CRASH_SEEDS`,
+//! 0 included. Its counts line is `reliability-crash_sweep_512e.txt`.
 
 mod crash_common;
 
@@ -475,6 +478,68 @@ fn partial_writes(log: &RunLog) -> (u64, u64) {
     (partial.len() as u64, metadata as u64)
 }
 
+/// Random workloads (the first ones, `1000 + w`) whose crash images on 512e media are also
+/// aimed ([`aimed_ruins`]), whatever `MINFS_CRASH_SEEDS` is.
+const AIMED_WORKLOADS: u64 = 8;
+
+/// Aimed crash images on 512e media without power-loss protection: in each of the first
+/// [`AIMED_WORKLOADS`] random workloads, a crash right after every data write that covers part
+/// of a physical sector, while it is still pending, with every pending write that covers part
+/// of one ruining its partly covered physical sectors (alternately unreadable and garbage)
+/// and the other pending writes kept. Random crash points and fates seldom land there — at
+/// `MINFS_CRASH_SEEDS=4000` no ruined sector held data to compare — so these make the
+/// read-modify-write model bite at every count. Returns the tally, the workloads' partial
+/// writes and the failures.
+fn aimed_ruins() -> (Tally, u64, Vec<String>) {
+    use minfs::device::fault::Ruin;
+    let mut tally = Tally::default();
+    let mut failures = Vec::new();
+    let mut partial = 0;
+    for w in 0..AIMED_WORKLOADS {
+        let mut runner = Runner::new(REFERENCE);
+        runner.run_all(&random_workload(1000 + w, 70, REFERENCE));
+        let log = runner.finish();
+        partial += partial_writes(&log).0;
+        let mut media = media_for(REFERENCE, true);
+        for k in 1..=log.ops() {
+            media.apply(&log.trace[k as usize - 1]);
+            let Some(last) = media.pending().len().checked_sub(1) else {
+                continue;
+            };
+            if log.trace[k as usize - 1].kind != OpKind::Write
+                || media.partial_physical_of(last).is_empty()
+            {
+                continue;
+            }
+            let ruin = Ruin {
+                unreadable: k % 2 == 0,
+                rest_kept: false,
+            };
+            let fates: Vec<Fate> = (0..media.pending().len())
+                .map(|i| {
+                    if media.partial_physical_of(i).is_empty() {
+                        Fate::Kept
+                    } else {
+                        Fate::Ruined(ruin)
+                    }
+                })
+                .collect();
+            let what = format!("aimed ruin, random workload {w}");
+            check_one(
+                &log,
+                &media,
+                &fates,
+                &[],
+                k,
+                &what,
+                &mut tally,
+                &mut failures,
+            );
+        }
+    }
+    (tally, partial, failures)
+}
+
 /// The sweep and random crashes on 512e media without power-loss protection
 /// ([`MediaState::with_rmw_physical`]): a write covering part of a 4 KiB physical sector may
 /// ruin all of it (unreadable or garbage), flushed neighbours too. minfs writes its metadata
@@ -496,9 +561,13 @@ fn crash_sweep_on_512e_media() {
     let (random, workloads, random_failures) = random_crashes(seeds, true);
     failures.extend(random_failures);
     all.merge(&random);
-    // The random workloads' own partial writes, metadata ones among them.
+    let (aimed, aimed_partial, aimed_failures) = aimed_ruins();
+    failures.extend(aimed_failures);
+    all.merge(&aimed);
+    // The random workloads' own partial writes, metadata ones among them (of the aimed ones
+    // too when there are fewer random ones).
     let (mut random_partial, mut random_metadata) = (0, 0);
-    for w in 0..workloads {
+    for w in 0..workloads.max(AIMED_WORKLOADS) {
         let mut runner = Runner::new(REFERENCE);
         runner.run_all(&random_workload(1000 + w, 70, REFERENCE));
         let (p, m) = partial_writes(&runner.finish());
@@ -517,7 +586,8 @@ fn crash_sweep_on_512e_media() {
     report(
         "crash_sweep_512e",
         &format!(
-            "crash points: {points}, crash images: {}, random crash images: {}, 512e \
+            "crash points: {points}, crash images: {}, random crash images: {}, aimed crash \
+             images (right after a partial-sector write, ruined): {}, 512e \
              read-modify-write: yes, partial-sector writes (reference workload): {reference_partial}, \
              partial-sector writes (random workloads, data): {random_partial}, partial-sector \
              metadata writes: {}, images with a ruined physical sector: {}, data sectors \
@@ -525,6 +595,7 @@ fn crash_sweep_on_512e_media() {
              errors: {}, lost files: {}, lost data: {}, overlaps: {}, panics: {}",
             all.images,
             random.images - random.recovery_crashes,
+            aimed.images,
             reference_metadata + random_metadata,
             all.ruined_images,
             all.ruined_sectors,
@@ -554,7 +625,8 @@ fn crash_sweep_on_512e_media() {
         "metadata is never written in part"
     );
     // The model bites: the random workloads' partial data writes ruin sectors, and data in
-    // them goes unchecked.
+    // them goes unchecked — by the aimed images alone, so at every MINFS_CRASH_SEEDS.
+    assert!(aimed_partial > 0 && aimed.ruined_images > 0 && aimed.ruined_sectors > 0);
     assert!(random_partial > 0 && all.ruined_images > 0 && all.ruined_sectors > 0);
 }
 

@@ -176,3 +176,98 @@ fn one_commit_survives_garbage_over_either_slot_on_a_loop_device() {
     let dev = LoopDevice::new(256 << 20, 512).unwrap();
     one_commit_survives_either_slot_hit(dev.path(), &[]);
 }
+
+/// An exclusive (`O_EXCL`) hold of `dev` by a thread of this process for `hold`; returns once
+/// the hold is taken.
+fn hold_exclusively_for(
+    dev: &std::path::Path,
+    hold: std::time::Duration,
+) -> std::thread::JoinHandle<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (taken, wait) = std::sync::mpsc::channel();
+    let dev = dev.to_path_buf();
+    let holder = std::thread::spawn(move || {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(&dev)
+            .expect("exclusive open");
+        taken.send(()).unwrap();
+        std::thread::sleep(hold);
+        drop(f);
+    });
+    wait.recv().unwrap();
+    holder
+}
+
+/// The cause of a `Busy` failure of `loop_4096_byte_sectors` (cannyls-adapter) seen under
+/// load: a child process that another thread starts gets a copy of every descriptor and keeps
+/// it until it execs, so a device closed a moment ago can still be held exclusively by that
+/// copy. Reopening read-write (`O_EXCL`) waits such a hold out instead of failing.
+#[test]
+fn loop_reopen_while_another_thread_starts_processes() {
+    require_loop!();
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let dev = LoopDevice::new(SIZE, 4096).unwrap();
+    let stop = AtomicBool::new(false);
+    let spawned = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::process::Command::new("true").status();
+                spawned.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        // Reopen for as long as the other thread takes to start 300 processes (without the
+        // wait, about 1 reopen in 40 failed with Busy meanwhile).
+        let mut reopens = 0;
+        while spawned.load(Ordering::Relaxed) < 300 {
+            reopens += 1;
+            if let Err(e) = minfs::FileDevice::open(dev.path(), minfs::OpenMode::ReadWrite) {
+                stop.store(true, Ordering::Relaxed);
+                panic!("reopen {reopens}: {e}");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+#[test]
+fn a_transient_exclusive_hold_is_waited_for() {
+    require_loop!();
+    use std::time::{Duration, Instant};
+    let dev = LoopDevice::new(SIZE, 512).unwrap();
+    let holder = hold_exclusively_for(dev.path(), Duration::from_millis(300));
+    let started = Instant::now();
+    let opened = minfs::FileDevice::open(dev.path(), minfs::OpenMode::ReadWrite);
+    let waited = started.elapsed();
+    holder.join().unwrap();
+    opened.expect("opened once the hold ended");
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+}
+
+#[test]
+fn a_lasting_exclusive_hold_is_busy_after_the_wait_and_a_mount_at_once() {
+    require_loop!();
+    use std::time::{Duration, Instant};
+    let wait = minfs::device::EXCLUSIVE_OPEN_WAIT;
+    let dev = LoopDevice::new(FOREIGN_SIZE, 512).unwrap();
+    let holder = hold_exclusively_for(dev.path(), wait + Duration::from_secs(2));
+    let started = Instant::now();
+    let e = minfs::FileDevice::open(dev.path(), minfs::OpenMode::ReadWrite).unwrap_err();
+    let waited = started.elapsed();
+    holder.join().unwrap();
+    assert!(
+        matches!(e, minfs::Error::Busy { .. }) && e.to_string().contains("still after 1 s"),
+        "{e}"
+    );
+    assert!(waited >= wait, "{waited:?}");
+
+    // A mounted device: refused without waiting.
+    mkfs_ext4(dev.path()).unwrap();
+    let _mnt = Mount::new(dev.path()).unwrap();
+    let started = Instant::now();
+    let e = minfs::FileDevice::open(dev.path(), minfs::OpenMode::ReadWrite).unwrap_err();
+    assert!(e.to_string().contains("mounted at"), "{e}");
+    assert!(started.elapsed() < wait, "{:?}", started.elapsed());
+}

@@ -176,6 +176,199 @@ fn runs_cell(cmp: &Comparison, w: &str, t: &str, cell: &Cell) -> String {
 }
 
 /// The summary table of ratios.
+/// How a target's total elapsed stands against the baseline's over the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Every run of the target took longer than every run of the baseline (its fastest run
+    /// is slower than the baseline's slowest): slower beyond the run-to-run spread.
+    Slower,
+    /// Every run of the target took less time than every run of the baseline.
+    Faster,
+    /// The two ranges (min–max over the runs) overlap: the difference is within the spread.
+    WithinSpread,
+    /// Fewer than 2 runs of the one or the other were counted, so there is no spread to judge
+    /// by (or a figure is missing).
+    NotJudged,
+}
+
+impl Standing {
+    /// The mark the summary tables put after a ratio: ▲ slower, ▼ faster, ~ within the
+    /// spread, nothing when not judged.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Standing::Slower => " ▲",
+            Standing::Faster => " ▼",
+            Standing::WithinSpread => " ~",
+            Standing::NotJudged => "",
+        }
+    }
+}
+
+/// How `target`'s runs stand against `base`'s (see [`Standing`]).
+pub fn standing(target: &[&RunReport], base: &[&RunReport]) -> Standing {
+    if target.len() < 2 || base.len() < 2 {
+        return Standing::NotJudged;
+    }
+    let (Some((_, t_min, t_max)), Some((_, b_min, b_max))) =
+        (figures(target).total, figures(base).total)
+    else {
+        return Standing::NotJudged;
+    };
+    if t_min > b_max {
+        Standing::Slower
+    } else if t_max < b_min {
+        Standing::Faster
+    } else {
+        Standing::WithinSpread
+    }
+}
+
+/// The verdict on workload `w`: one sentence naming the targets slower or faster than the
+/// baseline beyond the run-to-run spread (with their median ratio), those within it, and
+/// those not judged.
+pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> String {
+    let name = md(&cmp.workloads[w]);
+    let Some(b) = cmp.baseline() else {
+        return format!("**{name}**: no targets.");
+    };
+    let base = md(&cmp.targets[b]);
+    let ratios = ratio_matrix(cmp, source);
+    let base_runs = source.reports(&cmp.cells[w][b]);
+    let (mut slower, mut faster, mut within, mut unjudged) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (t, target) in cmp.targets.iter().enumerate() {
+        if t == b {
+            continue;
+        }
+        let runs = source.reports(&cmp.cells[w][t]);
+        let r = ratios[w][t];
+        let named = match r {
+            Some(r) => format!("{} {}×", md(target), format::ratio(Some(r))),
+            None => md(target),
+        };
+        match (standing(&runs, &base_runs), r) {
+            (Standing::Slower, Some(r)) => slower.push((r, named)),
+            (Standing::Faster, Some(r)) => faster.push((r, named)),
+            (Standing::WithinSpread, _) => within.push(md(target)),
+            (_, r) => unjudged.push((r.unwrap_or(f64::NAN), named)),
+        }
+    }
+    slower.sort_by(|a, b| b.0.total_cmp(&a.0));
+    faster.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let list = |v: Vec<(f64, String)>| v.into_iter().map(|x| x.1).collect::<Vec<_>>().join(", ");
+    let mut parts = Vec::new();
+    if !slower.is_empty() {
+        parts.push(format!(
+            "slower than {base} beyond the run-to-run spread: {}",
+            list(slower)
+        ));
+    }
+    if !faster.is_empty() {
+        parts.push(format!(
+            "faster than {base} beyond the spread: {}",
+            list(faster)
+        ));
+    }
+    if parts.is_empty() && !within.is_empty() {
+        parts.push(format!(
+            "no target differs from {base} beyond the run-to-run spread"
+        ));
+    }
+    if !within.is_empty() {
+        parts.push(format!("within the spread: {}", within.join(", ")));
+    }
+    if !unjudged.is_empty() {
+        parts.push(format!(
+            "not judged, with fewer than 2 runs of it or of {base}: {}",
+            list(unjudged)
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(format!("no target besides {base}"));
+    }
+    format!("**{name}**: {}.", parts.join("; "))
+}
+
+/// What the measured tables are, what the modelled ones are, and why they may disagree,
+/// from the device compare.sh described.
+fn measured_vs_modelled(cmp: &Comparison) -> String {
+    let device = cmp.meta.device.as_deref().unwrap_or("");
+    let measured = if device.contains("hddsim emulate") {
+        "The **measured** tables are timed on the device above: a loop device over an emulated \
+         drive (`hddsim emulate`), so their times are the drive model's, met in real time \
+         (FUSE's and the loop device's own time per request added)."
+            .to_string()
+    } else if device.contains("loop device") {
+        "The **measured** tables are timed on the device above: a loop device over an image \
+         file on this machine's disk. That is not a drive: there a write lands in the host's \
+         file (and page cache or the hypervisor's disk), and a flush is an `fsync` of the \
+         image file on the host, which a virtual disk may complete without any platter \
+         turning; there are no seeks or rotations to pay."
+            .to_string()
+    } else if device.is_empty() {
+        "The **measured** tables are timed on the device the runs used.".to_string()
+    } else {
+        format!(
+            "The **measured** tables are timed on the device above ({}).",
+            md(device)
+        )
+    };
+    let modelled = if cmp.profiles.is_empty() {
+        " No tables are modelled here (no block traces were replayed).".to_string()
+    } else {
+        let names: Vec<String> = cmp
+            .profiles
+            .iter()
+            .map(|p| format!("\"Modelled on {}\"", md(&p.name)))
+            .collect();
+        format!(
+            " The **modelled** tables ({}) are not timed at all: each run's block requests \
+             (its trace) are replayed through the drive model of `docs/HDD-MODEL.md`, which \
+             charges a spinning drive's seeks, rotations, cache destaging and 512e \
+             read-modify-writes. {}",
+            names.join(", "),
+            if device.contains("hddsim emulate") {
+                "Here both come from the same model, so they should agree but for the \
+                 emulator's own time per request (`emulation-check.md` compares them run by \
+                 run)."
+            } else {
+                "The two may disagree: a flush that costs a host `fsync` on the measured \
+                 device waits, on the modelled drive, until its cache has reached the \
+                 platters, and scattered writes that cost little there pay seeks and \
+                 rotations on the model. Each ratio holds for the device it was taken on."
+            }
+        )
+    };
+    measured + &modelled
+}
+
+/// The `## Verdict` section: per workload, [`verdict_sentence`] on the measured runs, and
+/// which tables are measured and which modelled.
+pub fn verdict(cmp: &Comparison) -> String {
+    let (base, _) = baseline_words(cmp);
+    let base = md(&base);
+    let mut out = String::from("## Verdict\n\n");
+    if cmp.targets.is_empty() || cmp.workloads.is_empty() {
+        out.push_str("No runs found under `runs/`.\n\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Per workload, on the measured runs: a target is slower (or faster) than {base} \
+         **beyond the run-to-run spread** when its fastest run was slower than {base}'s \
+         slowest (or its slowest faster than {base}'s fastest); N× is its median total \
+         elapsed / {base}'s. Overlapping ranges are within the spread, and with fewer than 2 \
+         runs there is no spread to judge by.\n"
+    );
+    for w in 0..cmp.workloads.len() {
+        let _ = writeln!(out, "- {}", verdict_sentence(cmp, w, Source::Measured));
+    }
+    out.push('\n');
+    out.push_str(&measured_vs_modelled(cmp));
+    out.push_str("\n\n");
+    out
+}
+
 fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
     let ratios = ratio_matrix(cmp, source);
     let base = cmp.baseline();
@@ -198,12 +391,27 @@ fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
             } else {
                 format::ratio(*r)
             };
+            if let (Some(b), Some(_)) = (base, r) {
+                if b != t {
+                    let base_runs = source.reports(&cmp.cells[w][b]);
+                    text.push_str(standing(&source.reports(cell), &base_runs).mark());
+                }
+            }
             if r.is_some() && counted < cmp.runs {
                 let _ = write!(text, " ({counted}/{} runs)", cmp.runs);
             }
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
+    }
+    if let Some(b) = base {
+        let base = md(&cmp.targets[b]);
+        let _ = writeln!(
+            out,
+            "\n▲ slower, ▼ faster than {base} beyond the run-to-run spread (every run of the \
+             target slower, or faster, than every run of {base}); ~ within the spread (the \
+             min–max ranges overlap); no mark: fewer than 2 runs to judge by."
+        );
     }
     out.push('\n');
 }
@@ -260,8 +468,13 @@ fn header(out: &mut String, cmp: &Comparison) {
     } else {
         out.push_str("(No SETUP.md in this directory.)\n\n");
     }
+}
+
+/// What the figures of the tables are.
+fn definitions(out: &mut String, cmp: &Comparison) {
     let (base, is_minfs) = baseline_words(cmp);
     let base = md(&base);
+    out.push_str("## How to read the tables\n\n");
     let _ = write!(
         out,
         "**Total elapsed** is the sum of the operation times of a run (`total_elapsed_ns` of its \
@@ -586,6 +799,8 @@ pub fn markdown(cmp: &Comparison) -> String {
     let files = plot_files(cmp);
     let mut out = String::new();
     header(&mut out, cmp);
+    out.push_str(&verdict(cmp));
+    definitions(&mut out, cmp);
     let (base, _) = baseline_words(cmp);
     let _ = writeln!(out, "## Summary: ratio of total elapsed to {}\n", md(&base));
     if cmp.targets.is_empty() || cmp.workloads.is_empty() {

@@ -4,6 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
 
@@ -84,29 +85,26 @@ impl FileDevice {
         if writable && kind == TargetKind::BlockDevice {
             flags |= libc::O_EXCL;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .custom_flags(flags)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::EBUSY) => Error::Busy {
-                    target: target.clone(),
-                    detail: busy_detail(meta.rdev()),
+        let mut options = OpenOptions::new();
+        options.read(true).write(writable).custom_flags(flags);
+        let file = open_exclusive(&options, path, &meta).map_err(|e| match e.raw_os_error() {
+            Some(libc::EBUSY) => Error::Busy {
+                target: target.clone(),
+                detail: busy_detail(meta.rdev()),
+            },
+            Some(libc::EINVAL) => Error::DirectIoUnsupported {
+                target: target.clone(),
+            },
+            _ => Error::io(
+                &target,
+                if writable {
+                    "cannot open for writing"
+                } else {
+                    "cannot open"
                 },
-                Some(libc::EINVAL) => Error::DirectIoUnsupported {
-                    target: target.clone(),
-                },
-                _ => Error::io(
-                    &target,
-                    if writable {
-                        "cannot open for writing"
-                    } else {
-                        "cannot open"
-                    },
-                    e,
-                ),
-            })?;
+                e,
+            ),
+        })?;
         let fd = if writable {
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(locked) => Fd::Locked(locked),
@@ -211,7 +209,44 @@ impl BlockDevice for FileDevice {
 }
 
 /// Why a block device (by `st_rdev`) refused an exclusive open: its mount points, or its holders.
-fn busy_detail(rdev: u64) -> String {
+/// How long an exclusive open (`O_EXCL`) of a block device that nothing visibly holds — not
+/// mounted, no holder in sysfs — is retried while it fails with `EBUSY`.
+///
+/// Such a hold is usually momentary. A child process started by another thread of the same
+/// program (`fork`/`posix_spawn`, as `std::process::Command` does) gets a copy of every open
+/// descriptor and keeps it until it calls `exec`, where `O_CLOEXEC` closes it: a device this
+/// program closed a moment ago may still be held exclusively by that copy, and an `O_EXCL`
+/// reopen in the meantime fails with `EBUSY`. (Measured on Linux 6.18: with another thread
+/// spawning `true` in a loop, about 1 `O_EXCL` reopen in 3 failed so; none without it.)
+pub const EXCLUSIVE_OPEN_WAIT: Duration = Duration::from_secs(1);
+
+/// `options.open(path)`, retried every 10 ms for up to [`EXCLUSIVE_OPEN_WAIT`] while it fails
+/// with `EBUSY` on a block device that is neither mounted nor held by another device (see
+/// there). A mounted or held device fails at once; other errors are returned as they are.
+pub(crate) fn open_exclusive(
+    options: &OpenOptions,
+    path: &Path,
+    meta: &std::fs::Metadata,
+) -> io::Result<File> {
+    let started = Instant::now();
+    loop {
+        match options.open(path) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    && meta.file_type().is_block_device()
+                    && started.elapsed() < EXCLUSIVE_OPEN_WAIT
+                    && visible_hold(meta.rdev()).is_none() =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => return result,
+        }
+    }
+}
+
+/// What visibly holds the block device `rdev`: its mount points, or the devices stacked on
+/// it (sysfs `holders`); `None` when neither.
+fn visible_hold(rdev: u64) -> Option<String> {
     let (major, minor) = (libc::major(rdev), libc::minor(rdev));
     let want = format!("{major}:{minor}");
     let mut mounts = Vec::new();
@@ -224,7 +259,7 @@ fn busy_detail(rdev: u64) -> String {
         }
     }
     if !mounts.is_empty() {
-        return format!("mounted at {}", mounts.join(", "));
+        return Some(format!("mounted at {}", mounts.join(", ")));
     }
     let holders: Vec<String> = std::fs::read_dir(format!("/sys/dev/block/{want}/holders"))
         .map(|d| {
@@ -234,7 +269,17 @@ fn busy_detail(rdev: u64) -> String {
         })
         .unwrap_or_default();
     if !holders.is_empty() {
-        return format!("held by {}", holders.join(", "));
+        return Some(format!("held by {}", holders.join(", ")));
     }
-    "opened exclusively by another process or by the kernel (mounted in another namespace, swap, RAID, ...)".into()
+    None
+}
+
+fn busy_detail(rdev: u64) -> String {
+    visible_hold(rdev).unwrap_or_else(|| {
+        format!(
+            "opened exclusively by another process or by the kernel (mounted in another \
+             namespace, swap, RAID, ...), still after {} s",
+            EXCLUSIVE_OPEN_WAIT.as_secs()
+        )
+    })
 }

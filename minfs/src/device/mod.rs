@@ -25,7 +25,8 @@ mod memory;
 mod sparse;
 
 pub use fault::FaultDevice;
-pub use file::{FileDevice, OpenMode, TargetKind};
+pub(crate) use file::open_exclusive;
+pub use file::{FileDevice, OpenMode, TargetKind, EXCLUSIVE_OPEN_WAIT};
 pub use holder::{lock_holder, LockHolder};
 pub use memory::MemDevice;
 pub use sparse::SparseMemDevice;

@@ -238,13 +238,14 @@ fn hold_exclusively(target: &Path) -> Result<Flock<File>, Error> {
     if meta.file_type().is_block_device() {
         oo.custom_flags(libc::O_EXCL);
     }
-    let file = oo.open(target).map_err(|e| match e.raw_os_error() {
-        Some(libc::EBUSY) => Error::Busy {
-            target: shown.clone(),
-            detail: "mounted, or opened exclusively by another process".into(),
-        },
-        _ => Error::io(&shown, "cannot open", e),
-    })?;
+    let file =
+        crate::device::open_exclusive(&oo, target, &meta).map_err(|e| match e.raw_os_error() {
+            Some(libc::EBUSY) => Error::Busy {
+                target: shown.clone(),
+                detail: "mounted, or opened exclusively by another process".into(),
+            },
+            _ => Error::io(&shown, "cannot open", e),
+        })?;
     Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| match errno {
         nix::errno::Errno::EWOULDBLOCK => Error::Locked {
             target: shown.clone(),
