@@ -103,11 +103,28 @@ impl LoopDevice {
 
     /// Attaches a loop device (`--direct-io=on`, the given logical sector size) over an
     /// existing file, which stays when the device is detached.
+    ///
+    /// `losetup --find` can lose a race with another process attaching at the same moment,
+    /// or pick a device whose node devtmpfs has not made yet ("No such file or directory"):
+    /// those two failures are retried for up to 5 s.
     pub fn over(image: &Path, sector_size: u32) -> io::Result<LoopDevice> {
-        let out = run(Command::new("losetup")
-            .args(["--find", "--show", "--direct-io=on", "--sector-size"])
-            .arg(sector_size.to_string())
-            .arg(image))?;
+        let attach = || {
+            run(Command::new("losetup")
+                .args(["--find", "--show", "--direct-io=on", "--sector-size"])
+                .arg(sector_size.to_string())
+                .arg(image))
+        };
+        let mut out = attach();
+        for _ in 0..50 {
+            match &out {
+                Err(e) if is_transient_attach_failure(&e.to_string()) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    out = attach();
+                }
+                _ => break,
+            }
+        }
+        let out = out?;
         Ok(LoopDevice {
             dev: PathBuf::from(out.trim()),
             image: image.to_path_buf(),
@@ -124,6 +141,13 @@ impl LoopDevice {
     pub fn image(&self) -> &Path {
         &self.image
     }
+}
+
+/// Whether `losetup --find`'s error is one that a retry can get past: the device it found was
+/// taken by another process first, or its node did not exist yet.
+fn is_transient_attach_failure(err: &str) -> bool {
+    err.contains("failed to set up loop device")
+        && (err.contains("No such file or directory") || err.contains("Device or resource busy"))
 }
 
 /// Runs `prog args` until it succeeds (a device can stay busy for a moment after its last
@@ -325,4 +349,26 @@ pub fn output_text(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_transient_attach_failure;
+
+    #[test]
+    fn only_races_of_losetup_find_are_retried() {
+        let e = "\"losetup\" failed with exit status: 1: losetup: /var/tmp/x.img: failed to set up loop device";
+        assert!(is_transient_attach_failure(&format!(
+            "{e}: No such file or directory"
+        )));
+        assert!(is_transient_attach_failure(&format!(
+            "{e}: Device or resource busy"
+        )));
+        assert!(!is_transient_attach_failure(&format!(
+            "{e}: Invalid argument"
+        )));
+        assert!(!is_transient_attach_failure(
+            "losetup: /nonexistent.img: No such file or directory"
+        ));
+    }
 }
