@@ -12,7 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Once;
+use std::sync::{Once, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use common::{cat, minfs};
@@ -69,6 +69,16 @@ fn mounted_at(mp: &Path) -> bool {
     info.lines().any(|l| l.split(' ').nth(4) == Some(mp))
 }
 
+/// `fs.fuse.max_pages_limit` is global and copied into a FUSE connection when it is made:
+/// every mount here raises it to 2048. Tests mount holding this lock shared; the one that
+/// mounts with the limit at its default 256 holds it exclusively, so no other mount raises the
+/// limit between its write of 256 and its mount. (Test binaries run one after another.)
+static MAX_PAGES_LIMIT: RwLock<()> = RwLock::new(());
+
+fn mounting() -> RwLockReadGuard<'static, ()> {
+    MAX_PAGES_LIMIT.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A `minfs mount` of a target on a fresh directory. Dropping it unmounts (lazily, and kills
 /// the server, if the normal way fails) and reaps the server.
 struct Mounted {
@@ -79,6 +89,12 @@ struct Mounted {
 
 impl Mounted {
     fn new(target: &Path, options: &[&str]) -> Mounted {
+        let _limit = mounting();
+        Mounted::new_unlocked(target, options)
+    }
+
+    /// [`Mounted::new`] without taking [`MAX_PAGES_LIMIT`].
+    fn new_unlocked(target: &Path, options: &[&str]) -> Mounted {
         let dir = tempfile::Builder::new()
             .prefix("minfs-mnt-")
             .tempdir_in(testutil::scratch_dir())
@@ -635,6 +651,7 @@ fn foreground_server_unmounts_on_sigterm() {
     let img = image(dir.path(), "32M");
     let mp = dir.path().join("mp");
     std::fs::create_dir(&mp).unwrap();
+    let limit = mounting();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("minfs"))
         .args(["mount", "--foreground"])
         .arg(&img)
@@ -650,6 +667,7 @@ fn foreground_server_unmounts_on_sigterm() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    drop(limit);
     std::fs::write(mp.join("f"), b"kept").unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -1096,4 +1114,60 @@ fn a_lump_with_its_trailer_is_read_in_one_request() {
     assert_eq!(s["max_pages_asked"], 2048);
     assert_eq!(s["largest_read"], len as u64, "{s}");
     assert_eq!(s["read_requests"], 1, "the read was split: {s}");
+}
+
+/// The control for the test above: with fs.fuse.max_pages_limit at its default, 256 pages, and
+/// `--keep-max-pages-limit`, the same lump read reaches the server as two requests, the first of
+/// 1 MiB.
+#[test]
+fn a_lump_read_is_split_in_two_at_the_default_max_pages_limit() {
+    require_fuse!();
+    let limit_path = Path::new(minfs::fuse::max_pages::LIMIT_PATH);
+    if !limit_path.exists() {
+        testutil::print_skip(
+            module_path!(),
+            "no fs.fuse.max_pages_limit (Linux < 6.13): FUSE requests are at most 1 MiB",
+        );
+        return;
+    }
+    /// Puts the limit back as it was, also when the test fails half-way.
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write(minfs::fuse::max_pages::LIMIT_PATH, &self.0);
+        }
+    }
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    minfs()
+        .arg("create")
+        .arg(&img)
+        .args(["lumps", "-s", "4M"])
+        .assert()
+        .success();
+    let stats = dir.path().join("stats.json");
+    let m = {
+        let _only_mount = MAX_PAGES_LIMIT.write().unwrap_or_else(|e| e.into_inner());
+        let _restore = Restore(std::fs::read_to_string(limit_path).unwrap());
+        std::fs::write(limit_path, "256").unwrap();
+        Mounted::new_unlocked(
+            &img,
+            &["--keep-max-pages-limit", "--stats", stats.to_str().unwrap()],
+        )
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.file("lumps"))
+        .unwrap();
+    let len = (1 << 20) + 512;
+    let mut buf = minfs::AlignedBuf::zeroed(len, 4096);
+    f.read_exact_at(&mut buf, 512).unwrap();
+    drop(f);
+    m.umount();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(s["max_pages_asked"], 2048);
+    assert_eq!(s["read_requests"], 2, "{s}");
+    assert_eq!(s["largest_read"], 1u64 << 20, "{s}");
 }
