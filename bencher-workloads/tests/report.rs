@@ -507,11 +507,12 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
         "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
     );
     assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
-    // The verdict: raw, never run, has no ratio; xfs and btrfs ran once.
+    // The verdict: raw, never run, is named apart; xfs and btrfs ran once.
     assert_eq!(
         verdict_of(&md, "seq-256k"),
         "- **seq-256k**: slower than minfs beyond the run-to-run spread: ext4 1.64×; not \
-         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×, raw, btrfs 2.00×."
+         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×, btrfs 2.00×; no \
+         successful run of raw."
     );
 
     // Without minfs, the first target is the baseline and the text says so.
@@ -737,6 +738,32 @@ fn a_median_ratio_inside_the_spread_is_not_called_slower_or_faster() {
     );
     assert!(md.contains("a flush is an `fsync` of the image file on the host"));
     assert!(md.contains("No tables are modelled here"));
+}
+
+/// Bug: a target with no successful run was listed by name among the ratios, so in "ext4,
+/// xfs@4096 1.00×" the ratio read as ext4's too.
+#[test]
+fn verdict_names_targets_without_runs_apart_from_the_ratios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    totals_fixture(
+        dir,
+        "emulated-st1000dm003 (loop device, direct I/O, over hddsim emulate --profile \
+         st1000dm003 backed by a 300 MiB zero-filled image)",
+        "w",
+        &[
+            ("minfs", &[10]),
+            ("ext4", &[]),
+            ("xfs", &[30]),
+            ("raw", &[]),
+        ],
+    );
+    let md = render(dir);
+    assert_eq!(
+        verdict_of(&md, "w"),
+        "- **w**: not judged, with fewer than 2 runs of it or of minfs: xfs 3.00×; no \
+         successful run of ext4, raw."
+    );
 }
 
 #[test]

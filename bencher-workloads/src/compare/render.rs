@@ -234,13 +234,18 @@ pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> Strin
     let base = md(&cmp.targets[b]);
     let ratios = ratio_matrix(cmp, source);
     let base_runs = source.reports(&cmp.cells[w][b]);
-    let (mut slower, mut faster, mut within, mut unjudged) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut slower, mut faster, mut within, mut unjudged, mut no_runs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (t, target) in cmp.targets.iter().enumerate() {
         if t == b {
             continue;
         }
         let runs = source.reports(&cmp.cells[w][t]);
+        if runs.is_empty() {
+            // Named apart: in the list of ratios a bare name would read as the next one's.
+            no_runs.push(md(target));
+            continue;
+        }
         let r = ratios[w][t];
         let named = match r {
             Some(r) => format!("{} {}×", md(target), format::ratio(Some(r))),
@@ -282,6 +287,9 @@ pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> Strin
             "not judged, with fewer than 2 runs of it or of {base}: {}",
             list(unjudged)
         ));
+    }
+    if !no_runs.is_empty() {
+        parts.push(format!("no successful run of {}", no_runs.join(", ")));
     }
     if parts.is_empty() {
         parts.push(format!("no target besides {base}"));
