@@ -1,0 +1,65 @@
+#!/bin/bash
+# Where the time of Cannyls through `minfs mount` goes on a loop device: alternated runs of
+# rand-mixed-1m (scale 0.05) with MinfsNvm in-process, FileNvm on a growing file on the mount,
+# FileNvm on a preallocated file on the mount, and (when NEW_BIN holds a second minfs build,
+# e.g. one with the patches here) FileNvm on a growing file on that build's mount. Prints one
+# line per run (total seconds, put/get p50 µs, the server's CPU ticks) and the median ratios.
+#
+#   sudo results/2026-11-25-vm-minfs-mount/fuse-overhead/run.sh BIN_DIR [ROUNDS] [NEW_BIN_DIR]
+set -euo pipefail
+bin=$(realpath "${1:?usage: run.sh BIN_DIR [ROUNDS] [NEW_BIN_DIR]}")
+rounds=${2:-8}
+new=${3:+$(realpath "$3")}
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+wl=$repo/bencher-workloads/workloads/rand-mixed-1m.wl
+work=$(mktemp -d /var/tmp/fuse-overhead.XXXXXX)
+loop=
+cleanup() {
+  mountpoint -q "$work/mnt" && { "$bin/minfs" umount "$work/mnt" >/dev/null || umount -l "$work/mnt"; }
+  [ -n "$loop" ] && losetup -d "$loop"
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+mkdir "$work/mnt"
+truncate -s 4G "$work/img"
+loop=$(losetup --find --show --direct-io=on --sector-size 512 "$work/img")
+# Allocate the image on the host (dd stops at the end of the device).
+dd if=/dev/zero of="$loop" bs=4M oflag=direct status=none 2>/dev/null || true
+
+one() { # name minfs-bin backend-kind
+  local name=$1 mb=$2 kind=$3 be pid= c0=0 c1=0
+  "$bin/minfs" mkfs -f -L fo "$loop" >/dev/null
+  case $kind in
+    inproc) be=minfs:$loop ;;
+    grow|pre)
+      "$mb/minfs" mount "$loop" "$work/mnt" >/dev/null
+      pid=$(pgrep -o -f "minfs mount --daemon-child -- $loop")
+      be=file:$work/mnt/c.lusf
+      [ "$kind" = pre ] && { truncate -s 2G "$work/mnt/c.lusf"; be=existing-file:$work/mnt/c.lusf; } ;;
+  esac
+  [ -n "$pid" ] && c0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+  "$bin/minfs-bench" run --workload "$wl" --scale 0.05 --backend "$be" --json "$work/r.json" --no-progress >/dev/null 2>&1
+  [ -n "$pid" ] && { c1=$(awk '{print $14+$15}' "/proc/$pid/stat"); "$mb/minfs" umount "$work/mnt" >/dev/null; }
+  python3 - "$work/r.json" "$name" $((c1 - c0)) <<'P'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = {k['kind'][:3]: k['percentiles_ns']['50.0'] // 1000 for k in d['kinds']}
+print(f"{sys.argv[2]} {d['total_elapsed_ns']/1e9:.3f} put_p50_us={p['Put']} get_p50_us={p['Get']} server_cpu_ticks={sys.argv[3]}")
+P
+}
+
+out=$work/runs.txt
+for r in $(seq "$rounds"); do
+  one inproc "$bin" inproc; one fuse-grow "$bin" grow; one fuse-pre "$bin" pre
+  [ -n "$new" ] && one fuse-grow-new "$new" grow
+done | tee "$out"
+python3 - "$out" <<'P'
+import collections, statistics as s, sys
+d = collections.defaultdict(list)
+for l in open(sys.argv[1]):
+    f = l.split(); d[f[0]].append(float(f[1]))
+base = s.median(d['inproc'])
+for k, v in d.items():
+    pairs = [x / y for x, y in zip(v, d['inproc'])]
+    print(f"{k}: median {s.median(v):.3f} s, ratio of medians {s.median(v)/base:.3f}, per-round ratio median {s.median(pairs):.3f} ({min(pairs):.2f}-{max(pairs):.2f})")
+P
