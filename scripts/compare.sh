@@ -41,6 +41,9 @@
 #                       the mkfs), so ext4's lazy inode-table init and XFS's mid-disk log act
 #                       as on the real drive. Refused unless --work's host has room for the
 #                       data the runs write (see --content)
+#   --drive-queue       with --device emulated: the loop device's queue set as Linux sets a
+#                       SATA HDD's: queue/rotational 1 and queue/scheduler mq-deadline (losetup
+#                       leaves rotational 0 and no scheduler). Recorded in SETUP.md
 #   --content stream|zeros
 #                       what the lumps hold (`minfs-bench run --content`): `stream` (default),
 #                       each lump's own checkable bytes; `zeros`, for timing runs on a
@@ -129,6 +132,7 @@ bin_dir=""
 out=""
 compress=0
 whole_drive=0
+drive_queue=0
 content=stream
 order=runs
 
@@ -138,6 +142,7 @@ while [ $# -gt 0 ]; do
     --device) need_arg "$@"; device=$2; shift 2 ;;
     --destroy-data) destroy_data=1; shift ;;
     --whole-drive) whole_drive=1; shift ;;
+    --drive-queue) drive_queue=1; shift ;;
     --content) need_arg "$@"; content=$2; shift 2 ;;
     --order) need_arg "$@"; order=$2; shift 2 ;;
     --work) need_arg "$@"; work=$2; shift 2 ;;
@@ -177,6 +182,7 @@ case $device in
   emulated:*) emulated=${device#emulated:}; device=""
     [[ $emulated =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "--device emulated:PROFILE: bad profile name '$emulated'" ;;
 esac
+[ "$drive_queue" = 0 ] || [ -n "$emulated" ] || usage_error "--drive-queue needs --device emulated[:PROFILE]"
 if [ "$whole_drive" = 1 ]; then
   [ -n "$emulated" ] || usage_error "--whole-drive needs --device emulated[:PROFILE]"
   [ -z "$image_size" ] || usage_error "--whole-drive and --image-size exclude each other (the drive's capacity is the image's size)"
@@ -438,6 +444,10 @@ else
 fi
 devname=$(basename "$dev")
 queue=/sys/class/block/$devname/queue
+if [ "$drive_queue" = 1 ]; then
+  echo 1 >"$queue/rotational" || die "cannot set $queue/rotational to 1"
+  echo mq-deadline >"$queue/scheduler" || die "cannot set $queue/scheduler to mq-deadline (is the mq-deadline scheduler built?)"
+fi
 
 mkdir -p "$out/runs"
 out=$(cd "$out" && pwd)

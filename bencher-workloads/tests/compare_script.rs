@@ -229,7 +229,13 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
             .arg(repo().join("scripts/compare.sh"))
             .arg("--bin-dir")
             .arg(bin_dir_with_hddsim())
-            .args(["--device", "emulated", "--workloads", "seq-256k"])
+            .args([
+                "--device",
+                "emulated",
+                "--drive-queue",
+                "--workloads",
+                "seq-256k",
+            ])
             .args([
                 "--targets",
                 "raw,ext4-defaults",
@@ -257,6 +263,13 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
         setup.contains("hddsim emulate --profile st1000dm003") && setup.contains("hddsim 0."),
         "SETUP.md does not name the emulator: {setup}"
     );
+    // --drive-queue: the loop device's queue as Linux sets a SATA HDD's.
+    assert!(setup.contains("| queue/rotational | 1 |"), "{setup}");
+    let sched = setup
+        .lines()
+        .find(|l| l.starts_with("| queue/scheduler |"))
+        .unwrap();
+    assert!(sched.contains("[mq-deadline]"), "{sched}");
     let defaults = setup.split("### ext4-defaults").nth(1).unwrap();
     let mkfs = defaults
         .lines()
@@ -651,6 +664,10 @@ fn compare_script_rejects_bad_whole_drive_target_and_order_options() {
         (
             vec!["--whole-drive"],
             "--whole-drive needs --device emulated",
+        ),
+        (
+            vec!["--drive-queue"],
+            "--drive-queue needs --device emulated",
         ),
         (vec!["--targets", "ext4@1024"], "after @ is 512 or 4096"),
         (vec!["--targets", "zfs@4096"], "unknown target 'zfs'"),
