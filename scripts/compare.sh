@@ -43,7 +43,10 @@
 #                       data the runs write (see --content)
 #   --drive-queue       with --device emulated: the loop device's queue set as Linux sets a
 #                       SATA HDD's: queue/rotational 1 and queue/scheduler mq-deadline (losetup
-#                       leaves rotational 0 and no scheduler). Recorded in SETUP.md
+#                       leaves rotational 0 and no scheduler). Recorded in SETUP.md. Without
+#                       it a loop device made here gets scheduler none, whatever an earlier
+#                       user left on it (a loop device's scheduler outlives its detach); the
+#                       old setting is put back on exit
 #   --content stream|zeros
 #                       what the lumps hold (`minfs-bench run --content`): `stream` (default),
 #                       each lump's own checkable bytes; `zeros`, for timing runs on a
@@ -292,6 +295,7 @@ fi
 # ---------------------------------------------------------------- cleanup
 mnt=""
 loop=""
+loop_sched=""
 image=""
 trace_inst=""
 tracefs_mounted=0
@@ -315,7 +319,11 @@ cleanup() {
   fi
   if [ "$tracefs_mounted" = 1 ]; then umount "$tracefs" || umount -l "$tracefs"; fi
   [ "$tracefs_mounted" = 1 ] && rmdir "$tracefs" 2>/dev/null
-  [ -n "$loop" ] && losetup -d "$loop"
+  if [ -n "$loop" ]; then
+    # A loop device's scheduler outlives its detach: put back what it had.
+    [ -n "$loop_sched" ] && echo "$loop_sched" >"/sys/class/block/${loop#/dev/}/queue/scheduler"
+    losetup -d "$loop"
+  fi
   if [ -n "$emu_mnt" ]; then
     stop_emulator "$hddsim" "$emu_mnt" || say "emulator was still busy; detached it lazily"
   fi
@@ -444,9 +452,16 @@ else
 fi
 devname=$(basename "$dev")
 queue=/sys/class/block/$devname/queue
-if [ "$drive_queue" = 1 ]; then
-  echo 1 >"$queue/rotational" || die "cannot set $queue/rotational to 1"
-  echo mq-deadline >"$queue/scheduler" || die "cannot set $queue/scheduler to mq-deadline (is the mq-deadline scheduler built?)"
+if [ -n "$loop" ]; then
+  # The loop device made here gets a known queue: a scheduler set on it by an earlier user
+  # outlives losetup -d (the old one is put back on exit). --drive-queue: a SATA HDD's.
+  loop_sched=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$queue/scheduler")
+  if [ "$drive_queue" = 1 ]; then
+    echo 1 >"$queue/rotational" || die "cannot set $queue/rotational to 1"
+    echo mq-deadline >"$queue/scheduler" || die "cannot set $queue/scheduler to mq-deadline (is the mq-deadline scheduler built?)"
+  else
+    echo none >"$queue/scheduler" || die "cannot set $queue/scheduler to none"
+  fi
 fi
 
 mkdir -p "$out/runs"

@@ -224,6 +224,17 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
+    // Each loop device's scheduler now (a new one gets none).
+    let schedulers_before: Vec<(String, String)> = fs::read_dir("/sys/class/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|d| d.starts_with("loop"))
+        .filter_map(|d| {
+            let s = fs::read_to_string(format!("/sys/class/block/{d}/queue/scheduler")).ok()?;
+            Some((d, s))
+        })
+        .collect();
     let (out, pid) = output_and_pid(
         Command::new("bash")
             .arg(repo().join("scripts/compare.sh"))
@@ -270,6 +281,28 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
         .find(|l| l.starts_with("| queue/scheduler |"))
         .unwrap();
     assert!(sched.contains("[mq-deadline]"), "{sched}");
+    // Bug: the scheduler outlived the run (a loop device keeps it after losetup -d), and the
+    // next comparison on that device ran with mq-deadline without asking. It is put back.
+    let loop_dev = setup
+        .lines()
+        .find_map(|l| l.strip_prefix("| device | `/dev/"))
+        .and_then(|l| l.split('`').next())
+        .unwrap_or_else(|| panic!("no loop device in SETUP.md: {setup}"));
+    let after = fs::read_to_string(format!("/sys/class/block/{loop_dev}/queue/scheduler")).unwrap();
+    let before = schedulers_before
+        .iter()
+        .find(|(d, _)| d == loop_dev)
+        .map_or("[none]", |(_, s)| s.as_str());
+    let chosen = |s: &str| {
+        s.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        chosen(&after),
+        chosen(before),
+        "{loop_dev} left with {after}"
+    );
     let defaults = setup.split("### ext4-defaults").nth(1).unwrap();
     let mkfs = defaults
         .lines()
