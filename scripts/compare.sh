@@ -927,8 +927,8 @@ if [ -n "$emulated" ]; then
         { v[NR] = $1 + 0; if (v[NR] < 0.95 || v[NR] > 1.05) { n++; off = off (n > 1 ? ", " : "") $2 " (" $1 ")" } }
         END {
           med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-          printf "%d runs: replayed / measured min %.3f, median %.3f, max %.3f; %d outside 0.95–1.05%s",
-            NR, v[1], med, v[NR], n, (n ? ": " off : "")
+          printf "%d run%s: replayed / measured min %.3f, median %.3f, max %.3f; %d outside 0.95–1.05%s",
+            NR, (NR == 1 ? "" : "s"), v[1], med, v[NR], n, (n ? ": " off : "")
         }')
     printf '\n%s.\n' "$summary" >>"$out/emulation-check.md"
     say "emulated vs replayed: $summary"
