@@ -1070,27 +1070,59 @@ fn a_new_file_on_the_mount_never_opens_as_a_removed_cannyls_storage() {
     minfs().args(["fsck", "-n"]).arg(&img).assert().code(0);
 }
 
-/// A Cannyls lump read — 1 MiB and its 512-byte trailer, O_DIRECT — reaches the server as one
-/// FUSE request: `minfs mount` asks for 8 MiB requests and, as root, raises
-/// fs.fuse.max_pages_limit (default 256 pages, which splits the read in two).
-#[test]
-fn a_lump_with_its_trailer_is_read_in_one_request() {
-    require_fuse!();
-    if !Path::new(minfs::fuse::max_pages::LIMIT_PATH).exists() {
+/// Where the kernel has fs.fuse.max_pages_limit (Linux ≥ 6.13); prints the skip otherwise.
+fn has_max_pages_limit() -> bool {
+    let there = Path::new(minfs::fuse::max_pages::LIMIT_PATH).exists();
+    if !there {
         testutil::print_skip(
             module_path!(),
             "no fs.fuse.max_pages_limit (Linux < 6.13): FUSE requests are at most 1 MiB",
         );
-        return;
     }
-    let dir = scratch();
-    let img = image(dir.path(), "64M");
+    there
+}
+
+/// A 64 MiB image in `dir` holding a 4 MiB file `lumps`.
+fn lumps_image(dir: &Path) -> PathBuf {
+    let img = image(dir, "64M");
     minfs()
         .arg("create")
         .arg(&img)
         .args(["lumps", "-s", "4M"])
         .assert()
         .success();
+    img
+}
+
+/// The length of a Cannyls lump read: 1 MiB and its 512-byte trailer.
+const LUMP_READ: usize = (1 << 20) + 512;
+
+/// Reads a lump's worth ([`LUMP_READ`], O_DIRECT) from `lumps` on `m`, unmounts, and returns
+/// the server's request statistics (written to `stats` at unmount).
+fn read_a_lump(m: Mounted, stats: &Path) -> serde_json::Value {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.file("lumps"))
+        .unwrap();
+    let mut buf = minfs::AlignedBuf::zeroed(LUMP_READ, 4096);
+    f.read_exact_at(&mut buf, 512).unwrap();
+    drop(f);
+    m.umount();
+    serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap()
+}
+
+/// A Cannyls lump read — 1 MiB and its 512-byte trailer, O_DIRECT — reaches the server as one
+/// FUSE request: `minfs mount` asks for 8 MiB requests and, as root, raises
+/// fs.fuse.max_pages_limit (default 256 pages, which splits the read in two).
+#[test]
+fn a_lump_with_its_trailer_is_read_in_one_request() {
+    require_fuse!();
+    if !has_max_pages_limit() {
+        return;
+    }
+    let dir = scratch();
+    let img = lumps_image(dir.path());
     let stats = dir.path().join("stats.json");
     let m = Mounted::new(&img, &["--stats", stats.to_str().unwrap()]);
     let limit: u32 = std::fs::read_to_string(minfs::fuse::max_pages::LIMIT_PATH)
@@ -1099,20 +1131,9 @@ fn a_lump_with_its_trailer_is_read_in_one_request() {
         .parse()
         .unwrap();
     assert!(limit >= 2048, "max_pages_limit {limit} after mounting");
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(m.file("lumps"))
-        .unwrap();
-    let len = (1 << 20) + 512;
-    let mut buf = minfs::AlignedBuf::zeroed(len, 4096);
-    f.read_exact_at(&mut buf, 512).unwrap();
-    drop(f);
-    m.umount();
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let s = read_a_lump(m, &stats);
     assert_eq!(s["max_pages_asked"], 2048);
-    assert_eq!(s["largest_read"], len as u64, "{s}");
+    assert_eq!(s["largest_read"], LUMP_READ as u64, "{s}");
     assert_eq!(s["read_requests"], 1, "the read was split: {s}");
 }
 
@@ -1122,12 +1143,7 @@ fn a_lump_with_its_trailer_is_read_in_one_request() {
 #[test]
 fn a_lump_read_is_split_in_two_at_the_default_max_pages_limit() {
     require_fuse!();
-    let limit_path = Path::new(minfs::fuse::max_pages::LIMIT_PATH);
-    if !limit_path.exists() {
-        testutil::print_skip(
-            module_path!(),
-            "no fs.fuse.max_pages_limit (Linux < 6.13): FUSE requests are at most 1 MiB",
-        );
+    if !has_max_pages_limit() {
         return;
     }
     /// Puts the limit back as it was, also when the test fails half-way.
@@ -1137,14 +1153,9 @@ fn a_lump_read_is_split_in_two_at_the_default_max_pages_limit() {
             let _ = std::fs::write(minfs::fuse::max_pages::LIMIT_PATH, &self.0);
         }
     }
+    let limit_path = Path::new(minfs::fuse::max_pages::LIMIT_PATH);
     let dir = scratch();
-    let img = image(dir.path(), "64M");
-    minfs()
-        .arg("create")
-        .arg(&img)
-        .args(["lumps", "-s", "4M"])
-        .assert()
-        .success();
+    let img = lumps_image(dir.path());
     let stats = dir.path().join("stats.json");
     let m = {
         let _only_mount = MAX_PAGES_LIMIT.write().unwrap_or_else(|e| e.into_inner());
@@ -1155,18 +1166,7 @@ fn a_lump_read_is_split_in_two_at_the_default_max_pages_limit() {
             &["--keep-max-pages-limit", "--stats", stats.to_str().unwrap()],
         )
     };
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(m.file("lumps"))
-        .unwrap();
-    let len = (1 << 20) + 512;
-    let mut buf = minfs::AlignedBuf::zeroed(len, 4096);
-    f.read_exact_at(&mut buf, 512).unwrap();
-    drop(f);
-    m.umount();
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let s = read_a_lump(m, &stats);
     assert_eq!(s["max_pages_asked"], 2048);
     assert_eq!(s["read_requests"], 2, "{s}");
     assert_eq!(s["largest_read"], 1u64 << 20, "{s}");
