@@ -224,31 +224,25 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
-    // --drive-queue needs the mq-deadline scheduler (built into most kernels).
-    let drive_queue = fs::read_dir("/sys/class/block")
+    // Each block device's scheduler now (a loop device made later gets none).
+    let schedulers_before: Vec<(String, String)> = fs::read_dir("/sys/class/block")
         .unwrap()
         .flatten()
-        .any(|e| {
-            fs::read_to_string(e.path().join("queue/scheduler"))
-                .is_ok_and(|s| s.contains("mq-deadline"))
-        });
+        .filter_map(|e| {
+            let s = fs::read_to_string(e.path().join("queue/scheduler")).ok()?;
+            Some((e.file_name().to_string_lossy().into_owned(), s))
+        })
+        .collect();
+    // --drive-queue needs the mq-deadline scheduler (built into most kernels).
+    let drive_queue = schedulers_before
+        .iter()
+        .any(|(_, s)| s.contains("mq-deadline"));
     if !drive_queue {
         testutil::print_skip(
             module_path!(),
             "no block device offers the mq-deadline scheduler: --drive-queue not checked",
         );
     }
-    // Each loop device's scheduler now (a new one gets none).
-    let schedulers_before: Vec<(String, String)> = fs::read_dir("/sys/class/block")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|d| d.starts_with("loop"))
-        .filter_map(|d| {
-            let s = fs::read_to_string(format!("/sys/class/block/{d}/queue/scheduler")).ok()?;
-            Some((d, s))
-        })
-        .collect();
     let (out, pid) = output_and_pid(
         Command::new("bash")
             .arg(repo().join("scripts/compare.sh"))
