@@ -321,7 +321,7 @@ cleanup() {
   [ "$tracefs_mounted" = 1 ] && rmdir "$tracefs" 2>/dev/null
   if [ -n "$loop" ]; then
     # A loop device's scheduler outlives its detach: put back what it had.
-    [ -n "$loop_sched" ] && echo "$loop_sched" >"/sys/class/block/${loop#/dev/}/queue/scheduler"
+    [ -n "$loop_sched" ] && echo "$loop_sched" >"$queue/scheduler"
     losetup -d "$loop"
   fi
   if [ -n "$emu_mnt" ]; then
