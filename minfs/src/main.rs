@@ -1,4 +1,9 @@
 //! The `minfs` command. All logic lives in `minfs::cli`.
+
+/// Large buffers on huge pages: what `minfs mount` pins per request (see [`minfs::HugeAlloc`]).
+#[global_allocator]
+static ALLOC: minfs::HugeAlloc = minfs::HugeAlloc;
+
 fn main() -> std::process::ExitCode {
     minfs::cli::main()
 }

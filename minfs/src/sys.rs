@@ -161,3 +161,239 @@ mod tests {
         }
     }
 }
+
+/// The global allocator of the `minfs` binary: the system allocator, except that an
+/// allocation of 2 MiB or more is its own anonymous mapping, aligned to 2 MiB and advised for
+/// transparent huge pages (`MADV_HUGEPAGE`).
+///
+/// Why: `minfs mount` moves each request's data through two large buffers (fuser's receive
+/// buffer and the server's O_DIRECT buffer), and the kernel pins every page of them once or
+/// twice per request (the copy to and from `/dev/fuse`, the O_DIRECT I/O). Pinning a 4 KiB
+/// page at a time was the largest single cost of the server (results/2026-11-25-vm-minfs-mount/
+/// fuse-overhead/profile.txt); a huge page is pinned as one folio. Where the system's THP
+/// setting is `never`, the advice is ignored and the memory is ordinary pages. The mapping is
+/// zero-filled by the kernel and touched only where written, like a large `calloc`.
+pub struct HugeAlloc;
+
+/// The size from which [`HugeAlloc`] maps huge-page-aligned memory.
+pub const HUGE_ALLOC_MIN: usize = 2 << 20;
+const HUGE: usize = 2 << 20;
+
+impl HugeAlloc {
+    fn is_huge(layout: Layout) -> bool {
+        layout.size() >= HUGE_ALLOC_MIN && layout.align() <= HUGE
+    }
+
+    fn map_len(layout: Layout) -> usize {
+        layout.size().next_multiple_of(4096)
+    }
+
+    /// A `map_len(layout)`-byte mapping starting at a 2 MiB boundary, or null.
+    unsafe fn map(layout: Layout) -> *mut u8 {
+        let len = Self::map_len(layout);
+        let Some(over) = len.checked_add(HUGE) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY (of the calls below): an anonymous private mapping with no address hint; the
+        // trims unmap only pages of that fresh mapping outside the aligned range kept.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                over,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return std::ptr::null_mut();
+        }
+        let start = base as usize;
+        let aligned = start.next_multiple_of(HUGE);
+        let head = aligned - start;
+        let tail = over - head - len;
+        unsafe {
+            if head > 0 {
+                libc::munmap(base, head);
+            }
+            if tail > 0 {
+                libc::munmap((aligned + len) as *mut libc::c_void, tail);
+            }
+            // Only advice: where THP is off it fails or is ignored, and the memory still works.
+            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+        aligned as *mut u8
+    }
+}
+
+// SAFETY: large blocks are fresh private mappings of at least `layout.size()` bytes at a
+// 2 MiB boundary (so aligned for any `layout.align() <= 2 MiB`), unmapped only in `dealloc`
+// with the same length; everything else is the system allocator's, unchanged.
+unsafe impl alloc::GlobalAlloc for HugeAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if Self::is_huge(layout) {
+            // SAFETY: see the impl.
+            unsafe { Self::map(layout) }
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { alloc::System.alloc(layout) }
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if Self::is_huge(layout) {
+            // SAFETY: see the impl; a fresh anonymous mapping reads as zeros.
+            unsafe { Self::map(layout) }
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { alloc::System.alloc_zeroed(layout) }
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller guarantees `new_size`, rounded up to `layout.align()`, fits isize.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        if !Self::is_huge(layout) && !Self::is_huge(new_layout) {
+            // SAFETY: forwarded with the caller's guarantees; both blocks are the system's.
+            return unsafe { alloc::System.realloc(ptr, layout, new_size) };
+        }
+        // SAFETY: `new_layout` is valid (above); the old block is readable for
+        // `layout.size()` bytes and the new one writable for `new_size`; they do not overlap.
+        unsafe {
+            let new = self.alloc(new_layout);
+            if !new.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            new
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if Self::is_huge(layout) {
+            // SAFETY: `ptr` came from `map(layout)` (same layout, so the same length).
+            unsafe {
+                libc::munmap(ptr.cast(), Self::map_len(layout));
+            }
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { alloc::System.dealloc(ptr, layout) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod huge_alloc_tests {
+    use super::*;
+    use std::alloc::GlobalAlloc;
+
+    const MIB: usize = 1 << 20;
+
+    /// The THP setting in force, e.g. `madvise` (the bracketed word), or `None` without THP.
+    fn thp_mode() -> Option<String> {
+        let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+        let open = s.find('[')?;
+        let close = s[open..].find(']')? + open;
+        Some(s[open + 1..close].to_string())
+    }
+
+    /// The `THPeligible` value of the mapping of this process holding `addr`.
+    fn thp_eligible(addr: usize) -> Option<bool> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((a, b)) = range.split_once('-') {
+                    if let (Ok(a), Ok(b)) =
+                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                    {
+                        inside = (a..b).contains(&addr);
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(v) = line.strip_prefix("THPeligible:") {
+                    return Some(v.trim() == "1");
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn huge_alloc_maps_large_blocks_zeroed_at_2_mib_boundaries() {
+        for (size, align) in [(2 * MIB, 4096), (3 * MIB + 512, 512), (16 * MIB + 4096, 8)] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: a non-zero-size layout; the block is written within its size and freed
+            // with the same layout.
+            unsafe {
+                for zeroed in [true, false] {
+                    let p = if zeroed {
+                        HugeAlloc.alloc_zeroed(layout)
+                    } else {
+                        HugeAlloc.alloc(layout)
+                    };
+                    assert!(!p.is_null(), "{size} bytes");
+                    assert_eq!(p as usize % HUGE, 0, "{size} bytes at {p:p}");
+                    let block = std::slice::from_raw_parts_mut(p, size);
+                    if zeroed {
+                        assert!(block.iter().all(|&b| b == 0), "{size} bytes not zeroed");
+                    }
+                    block.fill(0xa5);
+                    HugeAlloc.dealloc(p, layout);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn huge_alloc_advises_huge_pages() {
+        let Some(mode) = thp_mode() else {
+            eprintln!(
+                "skipped: no /sys/kernel/mm/transparent_hugepage/enabled (kernel without THP)"
+            );
+            return;
+        };
+        if mode == "never" {
+            eprintln!("skipped: transparent huge pages are off (enabled = never)");
+            return;
+        }
+        let layout = Layout::from_size_align(4 * MIB, 4096).unwrap();
+        // SAFETY: a non-zero-size layout, freed with the same layout.
+        unsafe {
+            let p = HugeAlloc.alloc_zeroed(layout);
+            assert!(!p.is_null());
+            let eligible = thp_eligible(p as usize);
+            HugeAlloc.dealloc(p, layout);
+            assert_eq!(
+                eligible,
+                Some(true),
+                "THP mode {mode}: a 4 MiB block is not eligible for huge pages"
+            );
+        }
+    }
+
+    #[test]
+    fn huge_alloc_realloc_keeps_the_bytes_across_the_threshold() {
+        let small = Layout::from_size_align(MIB, 4096).unwrap();
+        // SAFETY: every block is used within its size and freed with its current layout.
+        unsafe {
+            let p = HugeAlloc.alloc(small);
+            assert!(!p.is_null());
+            for i in 0..MIB {
+                *p.add(i) = (i % 251) as u8;
+            }
+            let big = HugeAlloc.realloc(p, small, 5 * MIB);
+            assert!(!big.is_null());
+            assert_eq!(big as usize % HUGE, 0);
+            assert!((0..MIB).all(|i| *big.add(i) == (i % 251) as u8));
+            let big_layout = Layout::from_size_align(5 * MIB, 4096).unwrap();
+            let back = HugeAlloc.realloc(big, big_layout, MIB / 2);
+            assert!(!back.is_null());
+            assert!((0..MIB / 2).all(|i| *back.add(i) == (i % 251) as u8));
+            HugeAlloc.dealloc(back, Layout::from_size_align(MIB / 2, 4096).unwrap());
+        }
+    }
+}

@@ -1171,3 +1171,73 @@ fn a_lump_read_is_split_in_two_at_the_default_max_pages_limit() {
     assert_eq!(s["read_requests"], 2, "{s}");
     assert_eq!(s["largest_read"], 1u64 << 20, "{s}");
 }
+
+/// The mappings of process `pid` that can hold transparent huge pages (`THPeligible: 1`), at
+/// least 2 MiB long and starting at a 2 MiB boundary: `(start, length)`.
+fn huge_page_mappings(pid: u32) -> Vec<(usize, usize)> {
+    const HUGE: usize = 2 << 20;
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut found = Vec::new();
+    let mut current = None;
+    for line in smaps.lines() {
+        let range = line.split_once(' ').and_then(|(r, _)| r.split_once('-'));
+        if let Some((a, b)) = range {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                current = Some((a, b - a));
+                continue;
+            }
+        }
+        if line.strip_prefix("THPeligible:").map(str::trim) == Some("1") {
+            if let Some((start, len)) = current {
+                if start % HUGE == 0 && len >= HUGE {
+                    found.push((start, len));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The server moves a request's data through buffers on huge pages — fuser's receive buffer
+/// and minfs's O_DIRECT buffer, both from the `minfs` binary's allocator (`HugeAlloc`) — so the
+/// kernel pins each as one folio per request, not 256 pages, and the device gets the data in
+/// one segment. Where THP is off the advice is ignored (skipped here).
+#[test]
+fn the_server_moves_requests_through_huge_page_buffers() {
+    require_fuse!();
+    let mode =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if mode.is_empty() || mode.contains("[never]") {
+        testutil::print_skip(
+            module_path!(),
+            "transparent huge pages are off or missing in this kernel",
+        );
+        return;
+    }
+    let dir = scratch();
+    let img = lumps_image(dir.path());
+    let m = Mounted::new(&img, &[]);
+    let before = huge_page_mappings(m.pid);
+    let data = pattern(23, 1 << 20);
+    let mut buf = minfs::AlignedBuf::zeroed(data.len(), 4096);
+    buf.copy_from_slice(&data);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(m.file("lumps"))
+        .unwrap();
+    f.write_all_at(&buf, 1 << 20).unwrap();
+    buf.fill(0);
+    f.read_exact_at(&mut buf, 1 << 20).unwrap();
+    assert!(buf[..] == data[..], "the lump did not read back");
+    let after = huge_page_mappings(m.pid);
+    drop(f);
+    m.umount();
+    assert!(
+        after.len() >= 2,
+        "the server has {} huge-page buffer(s) after a 1 MiB write and read ({after:x?}; \
+         before: {before:x?}); expected fuser's receive buffer and minfs's I/O buffer",
+        after.len()
+    );
+}

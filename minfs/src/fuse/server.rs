@@ -25,8 +25,10 @@ use crate::{AlignedBuf, Error, FileHandle, FileStat, Filesystem};
 const TTL: Duration = Duration::from_secs(1);
 const ROOT: u64 = FUSE_ROOT_ID;
 /// Size of the I/O buffer kept between requests (it grows to the largest request served; a
-/// request is at most [`super::MAX_REQUEST_BYTES`]).
-const BUF_SIZE: usize = 1 << 20;
+/// request is at most [`super::MAX_REQUEST_BYTES`]). 2 MiB, so that the `minfs` binary's
+/// allocator ([`crate::HugeAlloc`]) backs it with a huge page: the kernel pins this buffer for
+/// every request served.
+const BUF_SIZE: usize = crate::sys::HUGE_ALLOC_MIN;
 
 #[derive(Debug)]
 struct Node {
