@@ -173,6 +173,9 @@ mod tests {
 /// fuse-overhead/profile.txt); a huge page is pinned as one folio. Where the system's THP
 /// setting is `never`, the advice is ignored and the memory is ordinary pages. The mapping is
 /// zero-filled by the kernel and touched only where written, like a large `calloc`.
+///
+/// A program that serves a mount itself ([`crate::fuse::Server`]) gets the same with
+/// `#[global_allocator] static ALLOC: minfs::HugeAlloc = minfs::HugeAlloc;`.
 pub struct HugeAlloc;
 
 /// The size from which [`HugeAlloc`] maps huge-page-aligned memory.

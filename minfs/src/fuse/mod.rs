@@ -22,6 +22,7 @@
 //! | `rm` (unlink) | removes the file; `EBUSY` while it is open. The kernel sends a close's release asynchronously, so an `rm` right after the last `close` may see `EBUSY` for a moment |
 //! | `fsync`, `fdatasync` | a commit when writes grew the file since its size was last committed (a commit flushes the device first), else a device flush (`fdatasync` of the image, FLUSH CACHE on a disk) |
 //! | `close` | a device flush when anything was written since the last one; the file's last close commits a grown size and gives back its unused preallocation |
+//! | buffers | a request's data passes through fuser's receive buffer and the server's O_DIRECT buffer; in the `minfs` binary both are 2 MiB-aligned mappings advised for transparent huge pages ([`crate::HugeAlloc`]), so the kernel pins each as one folio per request and the device gets the data in one segment (where THP is `never`, ordinary pages) |
 //! | request size | up to 8 MiB per request (`max_pages` 2048), so a Cannyls lump of up to 4 MiB is read with its trailer in one request; as root `minfs mount` raises `fs.fuse.max_pages_limit` to 2048 when it is lower, and says so (`--keep-max-pages-limit` leaves it alone) ([`max_pages`]) |
 //! | `flock`, POSIX locks | kept by the kernel (local to this machine), so Cannyls' `FileNvm` lock works |
 //! | rename, `mkdir`, `link`, `symlink`, chmod/chown to another mode or owner | `EPERM` (no `EXDEV`, so `mv` does not turn into a copy); `rmdir` `ENOTDIR`; xattrs `EOPNOTSUPP` |
