@@ -293,38 +293,6 @@ mod huge_alloc_tests {
 
     const MIB: usize = 1 << 20;
 
-    /// The THP setting in force, e.g. `madvise` (the bracketed word), or `None` without THP.
-    fn thp_mode() -> Option<String> {
-        let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
-        let open = s.find('[')?;
-        let close = s[open..].find(']')? + open;
-        Some(s[open + 1..close].to_string())
-    }
-
-    /// The `THPeligible` value of the mapping of this process holding `addr`.
-    fn thp_eligible(addr: usize) -> Option<bool> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let mut inside = false;
-        for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ') {
-                if let Some((a, b)) = range.split_once('-') {
-                    if let (Ok(a), Ok(b)) =
-                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-                    {
-                        inside = (a..b).contains(&addr);
-                        continue;
-                    }
-                }
-            }
-            if inside {
-                if let Some(v) = line.strip_prefix("THPeligible:") {
-                    return Some(v.trim() == "1");
-                }
-            }
-        }
-        None
-    }
-
     #[test]
     fn huge_alloc_maps_large_blocks_zeroed_at_2_mib_boundaries() {
         for (size, align) in [(2 * MIB, 4096), (3 * MIB + 512, 512), (16 * MIB + 4096, 8)] {
@@ -353,7 +321,7 @@ mod huge_alloc_tests {
 
     #[test]
     fn huge_alloc_advises_huge_pages() {
-        let Some(mode) = thp_mode() else {
+        let Some(mode) = testutil::thp_mode() else {
             eprintln!(
                 "skipped: no /sys/kernel/mm/transparent_hugepage/enabled (kernel without THP)"
             );
@@ -368,7 +336,11 @@ mod huge_alloc_tests {
         unsafe {
             let p = HugeAlloc.alloc_zeroed(layout);
             assert!(!p.is_null());
-            let eligible = thp_eligible(p as usize);
+            let eligible = testutil::mappings("self")
+                .unwrap()
+                .iter()
+                .find(|m| (m.start..m.start + m.len).contains(&(p as usize)))
+                .map(|m| m.thp_eligible);
             HugeAlloc.dealloc(p, layout);
             assert_eq!(
                 eligible,

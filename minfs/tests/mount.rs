@@ -1176,26 +1176,12 @@ fn a_lump_read_is_split_in_two_at_the_default_max_pages_limit() {
 /// least 2 MiB long and starting at a 2 MiB boundary: `(start, length)`.
 fn huge_page_mappings(pid: u32) -> Vec<(usize, usize)> {
     const HUGE: usize = 2 << 20;
-    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    let mut found = Vec::new();
-    let mut current = None;
-    for line in smaps.lines() {
-        let range = line.split_once(' ').and_then(|(r, _)| r.split_once('-'));
-        if let Some((a, b)) = range {
-            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
-                current = Some((a, b - a));
-                continue;
-            }
-        }
-        if line.strip_prefix("THPeligible:").map(str::trim) == Some("1") {
-            if let Some((start, len)) = current {
-                if start % HUGE == 0 && len >= HUGE {
-                    found.push((start, len));
-                }
-            }
-        }
-    }
-    found
+    testutil::mappings(&pid.to_string())
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.thp_eligible && m.start % HUGE == 0 && m.len >= HUGE)
+        .map(|m| (m.start, m.len))
+        .collect()
 }
 
 /// The server moves a request's data through buffers on huge pages — fuser's receive buffer
@@ -1205,9 +1191,7 @@ fn huge_page_mappings(pid: u32) -> Vec<(usize, usize)> {
 #[test]
 fn the_server_moves_requests_through_huge_page_buffers() {
     require_fuse!();
-    let mode =
-        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
-    if mode.is_empty() || mode.contains("[never]") {
+    if testutil::thp_mode().is_none_or(|mode| mode == "never") {
         testutil::print_skip(
             module_path!(),
             "transparent huge pages are off or missing in this kernel",

@@ -351,9 +351,68 @@ pub fn output_text(out: &std::process::Output) -> String {
     )
 }
 
+/// The transparent-huge-page setting in force (the bracketed word of
+/// /sys/kernel/mm/transparent_hugepage/enabled, e.g. `madvise`), or `None` without THP.
+pub fn thp_mode() -> Option<String> {
+    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let open = s.find('[')?;
+    let close = s[open..].find(']')? + open;
+    Some(s[open + 1..close].to_string())
+}
+
+/// One mapping of a process from /proc/PID/smaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: usize,
+    pub len: usize,
+    /// `THPeligible: 1`: the mapping can hold transparent huge pages.
+    pub thp_eligible: bool,
+}
+
+/// The mappings of process `pid` (a number, or `self`), from /proc/PID/smaps.
+pub fn mappings(pid: &str) -> io::Result<Vec<Mapping>> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps"))?;
+    let mut out: Vec<Mapping> = Vec::new();
+    for line in smaps.lines() {
+        let range = line.split_once(' ').and_then(|(r, _)| r.split_once('-'));
+        if let Some((a, b)) = range {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                out.push(Mapping {
+                    start: a,
+                    len: b - a,
+                    thp_eligible: false,
+                });
+                continue;
+            }
+        }
+        if let (Some(v), Some(last)) = (line.strip_prefix("THPeligible:"), out.last_mut()) {
+            last.thp_eligible = v.trim() == "1";
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_transient_attach_failure;
+
+    #[test]
+    fn mappings_of_this_process_hold_its_stack_and_heap() {
+        let on_stack = 0u64;
+        let on_heap = Box::new(0u64);
+        let maps = super::mappings("self").unwrap();
+        for addr in [
+            &on_stack as *const u64 as usize,
+            &*on_heap as *const u64 as usize,
+        ] {
+            assert!(
+                maps.iter()
+                    .any(|m| (m.start..m.start + m.len).contains(&addr)),
+                "{addr:#x} in none of {} mappings",
+                maps.len()
+            );
+        }
+    }
 
     #[test]
     fn only_races_of_losetup_find_are_retried() {
