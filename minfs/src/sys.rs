@@ -174,7 +174,7 @@ mod tests {
 /// setting is `never`, the advice is ignored and the memory is ordinary pages. The mapping is
 /// zero-filled by the kernel and touched only where written, like a large `calloc`.
 ///
-/// A program that serves a mount itself ([`crate::fuse::Server`]) gets the same with
+/// A program that serves a mount itself (`minfs::fuse::Server`) gets the same with
 /// `#[global_allocator] static ALLOC: minfs::HugeAlloc = minfs::HugeAlloc;`.
 pub struct HugeAlloc;
 
