@@ -825,6 +825,8 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| queue/write_cache | $(sysval "$queue/write_cache") |"
   echo "| queue/max_sectors_kb | $(sysval "$queue/max_sectors_kb") |"
   echo "| queue/nr_requests | $(sysval "$queue/nr_requests") |"
+  echo "| queue/max_segments, max_segment_size | $(sysval "$queue/max_segments"), $(sysval "$queue/max_segment_size") (a request of more scattered pages than max_segments is split: a 1 MiB buffer of 4 KiB pages is 256) |"
+  echo "| transparent huge pages | $(sysval /sys/kernel/mm/transparent_hugepage/enabled) (\`minfs mount\` keeps its buffers on huge pages unless \`never\`; Cannyls' own buffers are the allocator's 4 KiB pages) |"
   echo "| workloads | ${workload_names[*]} |"
   echo "| targets | ${target_list[*]} |"
   echo "| scale | $scale (every count in the workload files × $scale) |"

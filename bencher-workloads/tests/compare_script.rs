@@ -182,6 +182,21 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
         assert!(setup.contains(needle), "SETUP.md lacks `{needle}`");
     }
     assert!(setup.contains("queue/rotational"));
+    let segments = setup
+        .lines()
+        .find(|l| l.starts_with("| queue/max_segments"))
+        .unwrap_or_else(|| panic!("SETUP.md lacks the queue's segment limits: {setup}"));
+    assert!(
+        segments
+            .split('|')
+            .nth(2)
+            .is_some_and(|v| v.trim().starts_with(|c: char| c.is_ascii_digit())),
+        "no max_segments value: {segments}"
+    );
+    assert!(
+        setup.contains("| transparent huge pages |"),
+        "SETUP.md lacks the THP setting: {setup}"
+    );
     assert!(out_dir.join("plots/ratios.svg").exists());
 
     // Re-rendering changes nothing.
