@@ -321,16 +321,13 @@ mod huge_alloc_tests {
 
     #[test]
     fn huge_alloc_advises_huge_pages() {
-        let Some(mode) = testutil::thp_mode() else {
-            eprintln!(
-                "skipped: no /sys/kernel/mm/transparent_hugepage/enabled (kernel without THP)"
+        let Some(mode) = testutil::thp_mode().filter(|mode| mode != "never") else {
+            testutil::print_skip(
+                module_path!(),
+                "transparent huge pages are off or missing in this kernel",
             );
             return;
         };
-        if mode == "never" {
-            eprintln!("skipped: transparent huge pages are off (enabled = never)");
-            return;
-        }
         let layout = Layout::from_size_align(4 * MIB, 4096).unwrap();
         // SAFETY: a non-zero-size layout, freed with the same layout.
         unsafe {
