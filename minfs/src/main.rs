@@ -1,6 +1,6 @@
 //! The `minfs` command. All logic lives in `minfs::cli`.
 
-/// Large buffers on huge pages: what `minfs mount` pins per request (see [`minfs::HugeAlloc`]).
+/// Large buffers on huge pages: `minfs mount`'s request buffers (see [`minfs::HugeAlloc`]).
 #[global_allocator]
 static ALLOC: minfs::HugeAlloc = minfs::HugeAlloc;
 

@@ -167,11 +167,12 @@ mod tests {
 /// transparent huge pages (`MADV_HUGEPAGE`).
 ///
 /// Why: `minfs mount` moves each request's data through two large buffers (fuser's receive
-/// buffer and the server's O_DIRECT buffer), and the kernel pins every page of them once or
-/// twice per request (the copy to and from `/dev/fuse`, the O_DIRECT I/O). Pinning a 4 KiB
-/// page at a time was the largest single cost of the server (results/2026-11-25-vm-minfs-mount/
-/// fuse-overhead/profile.txt); a huge page is pinned as one folio. Where the system's THP
-/// setting is `never`, the advice is ignored and the memory is ordinary pages. The mapping is
+/// buffer and the server's O_DIRECT buffer). On 4 KiB pages a 1 MiB request is 256 scattered
+/// segments, more than a device takes in one request (a loop device 128), so the block layer
+/// split each lump into two or three device requests; on a huge page it is one request, and
+/// the kernel pins the buffer as one folio instead of 256 pages (results/2026-11-25-vm-minfs-
+/// mount/README.md, "Huge-page buffers in the server"). Where the system's THP setting is
+/// `never`, the advice is ignored and the memory is ordinary pages. The mapping is
 /// zero-filled by the kernel and touched only where written, like a large `calloc`.
 ///
 /// A program that serves a mount itself (`minfs::fuse::Server`) gets the same with

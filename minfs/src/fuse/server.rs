@@ -26,8 +26,8 @@ const TTL: Duration = Duration::from_secs(1);
 const ROOT: u64 = FUSE_ROOT_ID;
 /// Size of the I/O buffer kept between requests (it grows to the largest request served; a
 /// request is at most [`super::MAX_REQUEST_BYTES`]). 2 MiB, so that the `minfs` binary's
-/// allocator ([`crate::HugeAlloc`]) backs it with a huge page: the kernel pins this buffer for
-/// every request served.
+/// allocator ([`crate::HugeAlloc`]) backs it with a huge page: a request's data then reaches
+/// the device in one segment, and the kernel pins it as one folio.
 const BUF_SIZE: usize = crate::sys::HUGE_ALLOC_MIN;
 
 #[derive(Debug)]
