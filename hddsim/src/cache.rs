@@ -275,18 +275,31 @@ impl Cache {
         self.dirty.insert(a, b, ());
     }
 
-    /// Dirty sectors of `[a, b)` were written to the media: clean from now on.
-    pub(crate) fn destaged(&mut self, a: u64, b: u64) {
+    /// Dirty sectors of `[a, b)` were written to the media: clean from now on. Returns how
+    /// many there were.
+    pub(crate) fn destaged(&mut self, a: u64, b: u64) -> u64 {
         let pieces = self.dirty.remove(a, b);
         if pieces.is_empty() {
-            return;
+            return 0;
         }
         self.touch((a, b));
         let stamp = self.stamp();
+        let mut n = 0;
         for (s, e, ()) in pieces {
             self.clean.insert(s, e, stamp);
+            n += e - s;
         }
         self.push_fifo(a, b, stamp);
+        n
+    }
+
+    /// The dirty pieces of `[a, b)`, clipped to it, in order.
+    pub(crate) fn dirty_pieces(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        self.dirty
+            .overlaps(a, b)
+            .into_iter()
+            .map(|(s, e, ())| (s, e))
+            .collect()
     }
 
     /// `[a, b)` was read from the media: the sectors not in the cache become clean, as room

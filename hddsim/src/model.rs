@@ -106,7 +106,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cache::Cache;
-use crate::profile::{Profile, SeekCurve, WriteHitClean, WriteHitDirty};
+use crate::profile::{DestageUnit, Profile, RmwGrouping, SeekCurve, WriteHitClean, WriteHitDirty};
 use crate::trace::ReqOp;
 
 /// One request as the drive sees it.
@@ -185,6 +185,10 @@ pub struct DriveStats {
     /// Read-modify-writes (of any cause) of a physical sector the cache had held whole
     /// until a write re-opened it and cleared the rest (`write_hit_clean = clear-segment`).
     pub rmw_of_reopened_clean: u64,
+    /// Partial physical sectors read in the read passes of read-modify-writes (a pass reads
+    /// one or two for one run under `rmw_grouping = each`, and those of every run in its
+    /// group under `track`).
+    pub rmw_sectors: u64,
     /// Writes' partial physical sectors (a write's first or last, covered only in part)
     /// that the cache held whole, all of it clean, when the write came: re-opened clean.
     pub reopened_clean: u64,
@@ -201,6 +205,20 @@ pub struct DriveStats {
     /// How long they waited (ns).
     #[serde(serialize_with = "round_ns")]
     pub write_first_wait_ns: f64,
+    /// Writes that overwrote dirty data in the cache that was not being written at that
+    /// moment (`overwrite-unless-writing`, `wait-if-writing`; under `merge` every dirty
+    /// overlap counts).
+    pub dirty_overwrites: u64,
+    /// Writes that overlapped dirty data the destage was writing at that moment
+    /// (`overwrite-unless-writing`, `wait-if-writing`; what that covers is `destage_unit`).
+    pub writing_collisions: u64,
+    /// Of those, the time the writes waited for the destage to write it
+    /// (`wait-if-writing`) (ns).
+    #[serde(serialize_with = "round_ns")]
+    pub writing_collision_wait_ns: f64,
+    /// Sectors a write put into another segment while the destage wrote their old copy
+    /// (`overwrite-unless-writing`): they stay dirty once written and are written again.
+    pub rewritten_sectors: u64,
     /// Pieces of writes (a command, or a part of one as large as a segment) that waited
     /// because their stream's dirty data would exceed `write_segment_bytes`.
     pub segment_full_waits: u64,
@@ -355,10 +373,6 @@ struct Step {
     xfer0: f64,
     /// When it ends.
     end: f64,
-    /// The head partial sector needed reading (so it is in the cache once written).
-    rmw_head: Option<(u64, u64)>,
-    /// The tail partial sector needed reading.
-    rmw_tail: Option<(u64, u64)>,
 }
 
 /// Why a destage run was forced (for the read-modify-write counts).
@@ -399,6 +413,20 @@ pub struct Drive {
     write_hit_dirty: WriteHitDirty,
     /// `write_segment_bytes` in 512-byte sectors.
     segment: u64,
+    destage_unit: DestageUnit,
+    rmw_grouping: RmwGrouping,
+    /// A read-modify-write pass's extra time (ns).
+    rmw_ns: f64,
+    /// `destage_unit = segment`: the end of the segment the run in progress is writing (its
+    /// end, extended by writes that append to it exactly while it is written).
+    segment_end: u64,
+    /// The parts of partial physical sectors the run in progress read in its read pass
+    /// (a read-modify-write); they are in the cache once its transfer has begun.
+    rmw_reads: Vec<(u64, u64)>,
+    /// Sectors of the run in progress that a write put into another segment while the run
+    /// writes their old copy (`overwrite-unless-writing`): dirty again once the run has
+    /// passed them.
+    rewritten: Vec<(u64, u64)>,
     /// Physical sectors (index = sector / physical) a write re-opened and whose other part
     /// the clearing removed from the cache, until they are read-modify-written or completed.
     reopened: BTreeSet<u64>,
@@ -440,6 +468,12 @@ impl Drive {
             write_hit_clean: p.write_hit_clean,
             write_hit_dirty: p.write_hit_dirty,
             segment: p.write_segment_bytes / 512,
+            destage_unit: p.destage_unit,
+            rmw_grouping: p.rmw_grouping,
+            rmw_ns: p.rmw_revolutions * p.revolution_ns(),
+            segment_end: 0,
+            rmw_reads: Vec::new(),
+            rewritten: Vec::new(),
             reopened: BTreeSet::new(),
             held_spans: BTreeMap::new(),
             cache,
@@ -720,11 +754,42 @@ impl Drive {
                 self.stats.segment_full_wait_ns += t - ready;
                 ready = t;
             }
-            let piece_done = (done + iface).max(ready);
+            let mut piece_done = (done + iface).max(ready);
             self.advance(piece_done);
-            // The data of a run in progress written so far is on the media; the rest is
-            // written from the cache, so it will carry this write's data.
+            // The data of a run in progress written so far is on the media; under `merge` the
+            // rest is written from the cache, so it will carry this write's data.
             self.progress(piece_done);
+            let mut second_segment = Vec::new();
+            if self.step.is_some() && pos == self.segment_end {
+                // An exact append joins the segment being written ("Combine seq writes").
+                self.segment_end = end;
+            }
+            if matches!(
+                self.write_hit_dirty,
+                WriteHitDirty::OverwriteUnlessWriting | WriteHitDirty::WaitIfWriting
+            ) {
+                let writing = self.writing_overlap(pos, end, piece_done);
+                let dirty = self.cache.dirty_in(pos, end);
+                let colliding: u64 = writing.iter().map(|&(s, e)| e - s).sum();
+                if dirty > colliding {
+                    self.stats.dirty_overwrites += 1;
+                }
+                if let (Some(&(o0, _)), Some(&(_, o1))) = (writing.first(), writing.last()) {
+                    self.stats.writing_collisions += 1;
+                    if self.write_hit_dirty == WriteHitDirty::WaitIfWriting {
+                        let t = self.wait_until_written(piece_done, o0, o1);
+                        self.stats.writing_collision_wait_ns += t - piece_done;
+                        piece_done = t;
+                        self.advance(piece_done);
+                    } else {
+                        second_segment = writing;
+                    }
+                }
+            } else if self.write_hit_dirty == WriteHitDirty::Merge
+                && self.cache.dirty_in(pos, end) > 0
+            {
+                self.stats.dirty_overwrites += 1;
+            }
             self.stop_prefetch(piece_done);
             if self.write_hit_clean == WriteHitClean::ClearSegment {
                 self.clear_segments(pos, end);
@@ -732,6 +797,11 @@ impl Drive {
             let need = self.cache.new_sectors(pos, end);
             self.cache.make_room(need, Some((pos, end)));
             self.cache.write(pos, end);
+            for (s, e) in second_segment {
+                if !self.rewritten.iter().any(|&(x, y)| x <= s && e <= y) {
+                    self.rewritten.push((s, e));
+                }
+            }
             self.forget_completed(pos, end);
             done = piece_done;
             pos = end;
@@ -820,6 +890,54 @@ impl Drive {
         for i in done {
             self.reopened.remove(&i);
         }
+    }
+
+    /// The sectors the destage is writing at time `t`, by `destage_unit`: under `segment`
+    /// the rest of the run in progress (its seek and rotational wait included: mechanical
+    /// activity has begun), under `track` the rest of its operation of one revolution in
+    /// progress, rounded up to a physical sector (the media writes whole ones).
+    fn being_written(&self, t: f64) -> Option<(u64, u64)> {
+        let step = self.step?;
+        match self.destage_unit {
+            DestageUnit::Segment => Some((step.a, self.segment_end.max(step.b))),
+            DestageUnit::Track => {
+                let end = self.operation_end(&step, t);
+                let q = self.g.reached(step.a, step.xfer_start, end, step.b);
+                let p = self.physical;
+                Some((step.a, q.div_ceil(p).saturating_mul(p).min(step.b)))
+            }
+        }
+    }
+
+    /// The dirty pieces of `[a, b)` that the destage is writing at time `t`.
+    fn writing_overlap(&self, a: u64, b: u64, t: f64) -> Vec<(u64, u64)> {
+        let Some((w0, w1)) = self.being_written(t) else {
+            return Vec::new();
+        };
+        let (s, e) = (a.max(w0), b.min(w1));
+        if s >= e {
+            return Vec::new();
+        }
+        self.cache.dirty_pieces(s, e)
+    }
+
+    /// `wait-if-writing`: waits from `t` until the run in progress has written `[o0, o1)`
+    /// (whole physical sectors); returns when.
+    fn wait_until_written(&mut self, t: f64, o0: u64, o1: u64) -> f64 {
+        let Some(step) = self.step else { return t };
+        let p = self.physical;
+        let q = o1.div_ceil(p).saturating_mul(p).min(step.b);
+        let when = step.xfer_start + self.g.transfer_ns(step.a, q);
+        self.progress(when);
+        let mut done = t.max(when);
+        if self.cache.dirty_in(o0, o1) > 0 {
+            // Nothing written by then (rounding): finish the run.
+            if let Some(s) = self.step {
+                self.finish_step(s);
+                done = done.max(s.end);
+            }
+        }
+        done
     }
 
     /// `write_hit_dirty = write-first`: the dirty data `[a, b)` overlaps is written to the
@@ -1066,8 +1184,54 @@ impl Drive {
         let Some((a, b)) = self.next_run(forced.is_some()) else {
             return false;
         };
+        let b = if forced.is_some()
+            && self.rmw_grouping == RmwGrouping::Track
+            && !self.rmw_parts(a, b).is_empty()
+        {
+            self.rmw_group_end(a, b)
+        } else {
+            b
+        };
         self.start_run(at, a, b, forced.unwrap_or(Cause::Pressure));
         true
+    }
+
+    /// The parts missing from the cache of the partial physical sectors at the ends of the
+    /// dirty pieces of `[a, b)` (what a read-modify-write of `[a, b)` must read).
+    fn rmw_parts(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let p = self.physical;
+        if p == 1 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (s, e) in self.cache.dirty_pieces(a, b) {
+            if s % p != 0 && !self.cache.covered(s - s % p, s) {
+                out.push((s - s % p, s));
+            }
+            let tail = (e - e % p + p).min(self.capacity_sectors);
+            if e % p != 0 && e < tail && !self.cache.covered(e, tail) {
+                out.push((e, tail));
+            }
+        }
+        out
+    }
+
+    /// `rmw_grouping = track`: the end of the group a forced read-modify-write of the dirty
+    /// run `[a, b)` takes with it: the dirty runs that begin within one revolution of `a`
+    /// (one read pass reads the partial sectors of them all), but not one whose own partial
+    /// tail lies beyond that revolution.
+    fn rmw_group_end(&self, a: u64, b: u64) -> u64 {
+        let revs = self.g.revs(a as f64 * 512.0) + 1.0;
+        let limit = ((self.g.bytes_at(revs) / 512.0) as u64).min(self.capacity_sectors);
+        let mut end = b;
+        while let Some((s, e)) = self.cache.dirty_run_from(end) {
+            if s >= limit || (e > limit && !self.rmw_parts(s, e).iter().all(|&(x, _)| x < limit))
+            {
+                break;
+            }
+            end = e;
+        }
+        end
     }
 
     /// Starts destaging the dirty run `[a, b)` at `at`; a partial physical sector at either
@@ -1079,31 +1243,32 @@ impl Drive {
         let seek_end = at + seek;
         let rot = self.g.rotational_wait(seek_end, a);
         let p = self.physical;
-        let rmw_head = (a % p != 0)
-            .then(|| (a - a % p, a))
-            .filter(|&(s, e)| !self.cache.covered(s, e));
-        let rmw_tail = (b % p != 0)
-            .then(|| (b, (b - b % p + p).min(self.capacity_sectors)))
-            .filter(|&(s, e)| s < e && !self.cache.covered(s, e));
+        let parts = self.rmw_parts(a, b);
         let mut xfer_start = seek_end + rot;
-        if rmw_head.is_some() || rmw_tail.is_some() {
+        if !parts.is_empty() {
             // Read the partial physical sector(s) on one pass, write on the next.
-            xfer_start += self.g.t_rev;
+            xfer_start += self.rmw_ns;
             self.stats.rmw_penalties += 1;
-            self.stats.rmw_ns += self.g.t_rev;
+            self.stats.rmw_sectors += parts.len() as u64;
+            self.stats.rmw_ns += self.rmw_ns;
             match cause {
                 Cause::Flush => self.stats.rmw_for_flush += 1,
                 Cause::Pressure => self.stats.rmw_for_pressure += 1,
                 Cause::WriteFirst => self.stats.rmw_for_write_first += 1,
             }
             let mut reopened = false;
-            for (s, _) in [rmw_head, rmw_tail].into_iter().flatten() {
+            for &(s, _) in &parts {
                 reopened |= self.reopened.remove(&(s / p));
             }
             if reopened {
                 self.stats.rmw_of_reopened_clean += 1;
             }
         }
+        self.rmw_reads = parts;
+        // Sectors put into another segment while the previous run wrote (or was about to
+        // write, as appended data) their old copy stay so within this run, which writes it.
+        self.rewritten.retain(|&(s, e)| a <= s && e <= b);
+        self.segment_end = b;
         let end = xfer_start + self.g.transfer_ns(a, b);
         self.stats.destage_runs += 1;
         self.stats.destage_seek_ns += seek;
@@ -1117,25 +1282,44 @@ impl Drive {
             xfer_start,
             xfer0: xfer_start,
             end,
-            rmw_head,
-            rmw_tail,
         });
     }
 
     fn finish_step(&mut self, step: Step) {
-        self.fill_rmw(&step);
-        self.cache.destaged(step.a, step.b);
-        self.stats.destaged_sectors += step.b - step.a;
+        self.fill_rmw();
+        self.mark_written(step.a, step.b);
         self.stats.media_busy_ns += step.end - step.began;
         self.head = step.b;
         self.media_free = step.end;
         self.step = None;
     }
 
-    fn fill_rmw(&mut self, step: &Step) {
-        for (s, e) in [step.rmw_head, step.rmw_tail].into_iter().flatten() {
+    /// The read pass of the run in progress is over: what it read is in the cache.
+    fn fill_rmw(&mut self) {
+        for (s, e) in std::mem::take(&mut self.rmw_reads) {
             self.cache.fill(s, e);
         }
+    }
+
+    /// The run in progress has written `[a, q)`: its dirty sectors there are clean, but for
+    /// those a write put into another segment meanwhile (`rewritten`), which are dirty again.
+    fn mark_written(&mut self, a: u64, q: u64) {
+        self.stats.destaged_sectors += self.cache.destaged(a, q);
+        if self.rewritten.is_empty() {
+            return;
+        }
+        let mut rest = Vec::new();
+        for (s, e) in std::mem::take(&mut self.rewritten) {
+            let (cs, ce) = (s.max(a), e.min(q));
+            if cs < ce {
+                self.cache.write(cs, ce);
+                self.stats.rewritten_sectors += ce - cs;
+            }
+            if e > q {
+                rest.push((s.max(q), e));
+            }
+        }
+        self.rewritten = rest;
     }
 
     /// Records what the run in progress has written by `t` (whole physical sectors); the
@@ -1155,15 +1339,12 @@ impl Drive {
         if q == step.a {
             return;
         }
-        self.fill_rmw(&step);
-        step.rmw_head = None;
-        self.cache.destaged(step.a, q);
-        self.stats.destaged_sectors += q - step.a;
+        self.fill_rmw();
+        self.mark_written(step.a, q);
         step.xfer_start += self.g.transfer_ns(step.a, q);
         step.a = q;
         self.head = q;
         if q == step.b {
-            self.fill_rmw(&step);
             self.stats.media_busy_ns += step.end - step.began;
             self.media_free = step.end;
             self.step = None;
@@ -1216,6 +1397,10 @@ impl Drive {
         if let Some(step) = self.step {
             self.progress(t);
             if let Some(rest) = self.step.take() {
+                // The rest stays dirty (the newer copies included); a read pass cut short
+                // is read again when the run is.
+                self.rmw_reads.clear();
+                self.rewritten.clear();
                 self.stats.media_busy_ns += (t - step.began).max(0.0);
                 // Not finished: the rest stays dirty. The head is on the run's track once
                 // the seek is over, else still where it was.
@@ -1451,7 +1636,8 @@ mod tests {
     /// nothing under pressure pops the queue.
     #[test]
     fn the_eviction_queue_stays_bounded_when_segments_are_cleared() {
-        let mut d = Drive::new(&profile("st1000dm003"));
+        // The second revision's rules clear the previous put's clean copy at every put.
+        let mut d = Drive::new(&profile("st1000dm003-write-first"));
         let mut t = 0.0;
         for i in 0..20_000u64 {
             t = d.submit(&w(i * 513, 520), t + 2e6);

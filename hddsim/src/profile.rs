@@ -79,6 +79,15 @@ pub struct Profile {
     /// The most dirty data one sequential write stream may hold in the cache
     /// (`write_segment_bytes`): the large-command rule.
     pub write_segment_bytes: u64,
+    /// What the destage writes as one unit, and so what a write finds "being written at
+    /// that moment" (`destage_unit`).
+    pub destage_unit: DestageUnit,
+    /// How held partial physical sectors are read-modify-written when a flush or cache
+    /// pressure forces them out (`rmw_grouping`).
+    pub rmw_grouping: RmwGrouping,
+    /// What a read-modify-write pass costs beyond the write, in revolutions
+    /// (`rmw_revolutions`).
+    pub rmw_revolutions: f64,
     /// Every parameter's source as written (or "set on the command line" for an override),
     /// by parameter name.
     pub sources: BTreeMap<String, String>,
@@ -103,11 +112,50 @@ pub enum WriteHitClean {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteHitDirty {
     /// `write-first`: the dirty copy is written to the media before the new data is
-    /// accepted (Ruemmler & Wilkes 1994; DiskSim 4.0's `BUFFER_COLLISION`).
+    /// accepted (Ruemmler & Wilkes 1994; the model's second revision).
     WriteFirst,
-    /// `merge`: the new data replaces the dirty copy in the cache, no wait (the model's first
-    /// revision).
+    /// `merge`: the new data replaces the dirty copy in the cache, no wait, also where the
+    /// destage is writing it (the model's first revision).
     Merge,
+    /// `overwrite-unless-writing`: dirty data that is not being written at that moment (see
+    /// [`DestageUnit`]) is overwritten in the cache; where it is being written, the new data
+    /// goes into another segment: the write is accepted at once, the destage in progress
+    /// writes the old copy, and the sectors stay dirty to be written again (the comment on
+    /// `BUFFER_COLLISION` in DiskSim 4.0's `disksim_diskcache.c`, Western Digital's
+    /// repository: "WCE: if segment not currently being written to disk the overwrite data
+    /// in buffer else create another segment").
+    OverwriteUnlessWriting,
+    /// `wait-if-writing`: as `overwrite-unless-writing`, but where the data is being written
+    /// the write waits until the destage has written it, then overwrites it in the cache.
+    WaitIfWriting,
+}
+
+/// What the background destage writes as one unit (profile setting `destage_unit`): what a
+/// write overlapping dirty data finds "being written at that moment".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DestageUnit {
+    /// `track`: the operation of one revolution in progress (a dirty run is written a track
+    /// at a time from its first sector; ublk-disksim's ARCHITECTURE.md: a write-back "moves
+    /// at most one track").
+    Track,
+    /// `segment`: the whole dirty run whose destage has begun, from its seek until its last
+    /// sector is on the media (DiskSim 4.0: a cache segment is `BUFFER_WRITING` as a whole
+    /// while its data goes to the media; appends join it, "Combine seq writes").
+    Segment,
+}
+
+/// How held partial physical sectors are read-modify-written when a flush or cache pressure
+/// forces them out (profile setting `rmw_grouping`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmwGrouping {
+    /// `each`: every dirty run with a held partial sector at an end pays its own read pass
+    /// (one revolution) before it is written (the model's first two revisions).
+    Each,
+    /// `track`: the dirty runs within one revolution of the first are read-modify-written
+    /// together: one read pass over them all, then one write pass (Western Digital, US
+    /// 8,832,366: nearby unaligned writes coalesced, read in one revolution and written in
+    /// one; Hitachi IPCOM000216045: the pre-read sized so that it causes no extra revolution).
+    Track,
 }
 
 impl WriteHitClean {
@@ -134,15 +182,53 @@ impl WriteHitDirty {
         match self {
             WriteHitDirty::WriteFirst => "write-first",
             WriteHitDirty::Merge => "merge",
+            WriteHitDirty::OverwriteUnlessWriting => "overwrite-unless-writing",
+            WriteHitDirty::WaitIfWriting => "wait-if-writing",
         }
     }
 
+    /// Every value, in the order the error message lists them.
+    pub const ALL: [WriteHitDirty; 4] = [
+        WriteHitDirty::WriteFirst,
+        WriteHitDirty::Merge,
+        WriteHitDirty::OverwriteUnlessWriting,
+        WriteHitDirty::WaitIfWriting,
+    ];
+
     fn parse(s: &str) -> Option<WriteHitDirty> {
-        match s {
-            "write-first" => Some(WriteHitDirty::WriteFirst),
-            "merge" => Some(WriteHitDirty::Merge),
-            _ => None,
+        WriteHitDirty::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+impl DestageUnit {
+    /// The name in a profile.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DestageUnit::Track => "track",
+            DestageUnit::Segment => "segment",
         }
+    }
+
+    fn parse(s: &str) -> Option<DestageUnit> {
+        [DestageUnit::Track, DestageUnit::Segment]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+impl RmwGrouping {
+    /// The name in a profile.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RmwGrouping::Each => "each",
+            RmwGrouping::Track => "track",
+        }
+    }
+
+    fn parse(s: &str) -> Option<RmwGrouping> {
+        [RmwGrouping::Each, RmwGrouping::Track]
+            .into_iter()
+            .find(|v| v.as_str() == s)
     }
 }
 
@@ -273,10 +359,13 @@ struct RawProfile {
     write_hit_clean: Param<String>,
     write_hit_dirty: Param<String>,
     write_segment_bytes: Param<u64>,
+    destage_unit: Param<String>,
+    rmw_grouping: Param<String>,
+    rmw_revolutions: Param<f64>,
 }
 
 /// The parameters of a profile (every key but `name` and `description`), as written.
-pub const PARAMETERS: [&str; 18] = [
+pub const PARAMETERS: [&str; 21] = [
     "capacity_bytes",
     "logical_sector_bytes",
     "physical_sector_bytes",
@@ -295,6 +384,9 @@ pub const PARAMETERS: [&str; 18] = [
     "write_hit_clean",
     "write_hit_dirty",
     "write_segment_bytes",
+    "destage_unit",
+    "rmw_grouping",
+    "rmw_revolutions",
 ];
 
 /// A seek curve t(x) = t0 + A·x + B·√x for a distance x > 0 (a fraction of the full stroke),
@@ -406,7 +498,7 @@ impl Profile {
             why: why.to_string(),
         };
         // Every parameter needs a source.
-        let sources: [(&'static str, &str); 18] = [
+        let sources: [(&'static str, &str); 21] = [
             ("capacity_bytes", &raw.capacity_bytes.source),
             ("logical_sector_bytes", &raw.logical_sector_bytes.source),
             ("physical_sector_bytes", &raw.physical_sector_bytes.source),
@@ -428,6 +520,9 @@ impl Profile {
             ("write_hit_clean", &raw.write_hit_clean.source),
             ("write_hit_dirty", &raw.write_hit_dirty.source),
             ("write_segment_bytes", &raw.write_segment_bytes.source),
+            ("destage_unit", &raw.destage_unit.source),
+            ("rmw_grouping", &raw.rmw_grouping.source),
+            ("rmw_revolutions", &raw.rmw_revolutions.source),
         ];
         debug_assert!(sources.iter().map(|s| s.0).eq(PARAMETERS));
         for (field, source) in sources {
@@ -556,9 +651,25 @@ impl Profile {
                 invalid(
                     "write_hit_dirty",
                     format!("{:?}", raw.write_hit_dirty.value),
-                    "must be \"write-first\" or \"merge\"",
+                    "must be \"write-first\", \"merge\", \"overwrite-unless-writing\" or \
+                     \"wait-if-writing\"",
                 )
             })?;
+        let destage_unit = DestageUnit::parse(&raw.destage_unit.value).ok_or_else(|| {
+            invalid(
+                "destage_unit",
+                format!("{:?}", raw.destage_unit.value),
+                "must be \"track\" or \"segment\"",
+            )
+        })?;
+        let rmw_grouping = RmwGrouping::parse(&raw.rmw_grouping.value).ok_or_else(|| {
+            invalid(
+                "rmw_grouping",
+                format!("{:?}", raw.rmw_grouping.value),
+                "must be \"each\" or \"track\"",
+            )
+        })?;
+        let rmw_revolutions = positive_f("rmw_revolutions", raw.rmw_revolutions.value)?;
         let segment = raw.write_segment_bytes.value;
         if segment % u64::from(physical) != 0 || segment == 0 || segment > cache_bytes {
             return Err(invalid(
@@ -595,6 +706,9 @@ impl Profile {
             write_hit_clean,
             write_hit_dirty,
             write_segment_bytes: segment,
+            destage_unit,
+            rmw_grouping,
+            rmw_revolutions,
             sources,
         })
     }
@@ -856,35 +970,86 @@ pub(crate) mod tests {
             },
             p
         );
-        // The sourced write-hit rules.
-        assert_eq!(p.write_hit_clean, WriteHitClean::ClearSegment);
-        assert_eq!(p.write_hit_dirty, WriteHitDirty::WriteFirst);
+        // The third revision's write-back rules (docs/HDD-MODEL.md, "Write hits").
+        let rules = |p: &Profile| {
+            (
+                p.write_hit_clean,
+                p.write_hit_dirty,
+                p.destage_unit,
+                p.rmw_grouping,
+                p.rmw_revolutions,
+            )
+        };
+        assert_eq!(
+            rules(&p),
+            (
+                WriteHitClean::ClearSegment,
+                WriteHitDirty::OverwriteUnlessWriting,
+                DestageUnit::Segment,
+                RmwGrouping::Track,
+                2.0
+            )
+        );
         assert_eq!(p.write_segment_bytes, 64 << 20);
-        assert_eq!(
-            (k.write_hit_clean, k.write_hit_dirty),
-            (p.write_hit_clean, p.write_hit_dirty)
-        );
-        // st1000dm003-merge: the first revision's rules, the same drive otherwise.
-        let m = shipped("st1000dm003-merge");
-        assert_eq!(m.write_hit_clean, WriteHitClean::Keep);
-        assert_eq!(m.write_hit_dirty, WriteHitDirty::Merge);
-        assert_eq!(
-            Profile {
-                stem: p.stem.clone(),
-                name: p.name.clone(),
-                sources: p.sources.clone(),
-                write_hit_clean: p.write_hit_clean,
-                write_hit_dirty: p.write_hit_dirty,
-                ..m.clone()
-            },
-            p
-        );
-        let differing: Vec<&String> = p
-            .sources
-            .keys()
-            .filter(|k| p.sources[*k] != m.sources[*k])
-            .collect();
-        assert_eq!(differing, ["write_hit_clean", "write_hit_dirty"]);
+        assert_eq!(rules(&k), rules(&p));
+        // st1000dm003-write-first and -merge: the second and first revisions' rules, the
+        // same drive otherwise (only those settings, their sources and the names differ).
+        for (stem, want) in [
+            (
+                "st1000dm003-write-first",
+                (
+                    WriteHitClean::ClearSegment,
+                    WriteHitDirty::WriteFirst,
+                    DestageUnit::Track,
+                    RmwGrouping::Each,
+                    1.0,
+                ),
+            ),
+            (
+                "st1000dm003-merge",
+                (
+                    WriteHitClean::Keep,
+                    WriteHitDirty::Merge,
+                    DestageUnit::Track,
+                    RmwGrouping::Each,
+                    1.0,
+                ),
+            ),
+        ] {
+            let m = shipped(stem);
+            assert_eq!(rules(&m), want, "{stem}");
+            assert_eq!(
+                Profile {
+                    stem: p.stem.clone(),
+                    name: p.name.clone(),
+                    sources: p.sources.clone(),
+                    write_hit_clean: p.write_hit_clean,
+                    write_hit_dirty: p.write_hit_dirty,
+                    destage_unit: p.destage_unit,
+                    rmw_grouping: p.rmw_grouping,
+                    rmw_revolutions: p.rmw_revolutions,
+                    ..m.clone()
+                },
+                p,
+                "{stem}"
+            );
+            let differing: Vec<&String> = p
+                .sources
+                .keys()
+                .filter(|k| p.sources[*k] != m.sources[*k])
+                .collect();
+            let settings = [
+                "destage_unit",
+                "rmw_grouping",
+                "rmw_revolutions",
+                "write_hit_clean",
+                "write_hit_dirty",
+            ];
+            assert!(
+                differing.iter().all(|d| settings.contains(&d.as_str())),
+                "{stem}: {differing:?}"
+            );
+        }
     }
 
     #[test]
@@ -941,6 +1106,9 @@ readahead_bytes = { value = 1048576, source = "s" }
 write_hit_clean = { value = "clear-segment", source = "s" }
 write_hit_dirty = { value = "write-first", source = "s" }
 write_segment_bytes = { value = 67108864, source = "s" }
+destage_unit = { value = "segment", source = "s" }
+rmw_grouping = { value = "track", source = "s" }
+rmw_revolutions = { value = 2.0, source = "s" }
 "#;
 
     fn with(field: &str, value: &str) -> String {
@@ -1043,7 +1211,23 @@ write_segment_bytes = { value = 67108864, source = "s" }
             (
                 "write_hit_dirty",
                 "\"keep\"",
-                "write_hit_dirty = \"keep\": must be \"write-first\" or \"merge\"",
+                "write_hit_dirty = \"keep\": must be \"write-first\", \"merge\", \
+                 \"overwrite-unless-writing\" or \"wait-if-writing\"",
+            ),
+            (
+                "destage_unit",
+                "\"run\"",
+                "destage_unit = \"run\": must be \"track\" or \"segment\"",
+            ),
+            (
+                "rmw_grouping",
+                "\"all\"",
+                "rmw_grouping = \"all\": must be \"each\" or \"track\"",
+            ),
+            (
+                "rmw_revolutions",
+                "0",
+                "rmw_revolutions = 0: must be a positive finite number",
             ),
             (
                 "write_segment_bytes",
@@ -1095,7 +1279,13 @@ write_segment_bytes = { value = 67108864, source = "s" }
         assert_eq!(p.sources["write_hit_clean"], OVERRIDE_SOURCE);
         assert_eq!(p.sources["write_hit_dirty"], OVERRIDE_SOURCE);
         assert_ne!(p.sources["rpm"], OVERRIDE_SOURCE);
-        // Equal to the shipped -merge profile but for names and sources.
+        // With the other first-revision settings, equal to the shipped -merge profile but
+        // for names and sources.
+        let p = load(
+            "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge,destage_unit=track,\
+             rmw_grouping=each,rmw_revolutions=1",
+        )
+        .unwrap();
         let m = shipped("st1000dm003-merge");
         assert_eq!(
             Profile {
@@ -1122,7 +1312,7 @@ write_segment_bytes = { value = 67108864, source = "s" }
             ("+rpm=1", "no profile before `+`"),
             (
                 "st1000dm003+write_hit_dirty=both",
-                "write_hit_dirty = \"both\": must be \"write-first\" or \"merge\"",
+                "write_hit_dirty = \"both\": must be \"write-first\", \"merge\"",
             ),
             ("st1000dm003+rpm=fast", "rpm"),
             ("nosuchdrive+rpm=1", "no profile `nosuchdrive`"),

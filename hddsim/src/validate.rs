@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::model::{Drive, DriveRequest};
-use crate::profile::{Profile, WriteHitClean, WriteHitDirty};
+use crate::profile::{DestageUnit, Profile, RmwGrouping, WriteHitClean, WriteHitDirty};
 use crate::trace::ReqOp;
 
 /// One line of the validation table.
@@ -236,10 +236,36 @@ pub struct Validation {
 /// Streams that isolate one rule each, run under every variant of the rules.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleStreams {
-    /// The variants, in column order (`clear-segment, write-first`, …).
+    /// The variants, in column order (`own: clear-segment, …`, then one change each).
     pub variants: Vec<String>,
     /// One row per stream.
     pub streams: Vec<RuleStream>,
+    /// The patterns of published measurements on Advanced Format drives: the model's
+    /// misaligned / aligned time per variant, next to the published ratio.
+    pub patterns: Vec<PatternRatio>,
+}
+
+/// A published misaligned / aligned ratio, measured on another Advanced Format drive (a
+/// check of the rules' shape, not a figure to fit).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Published {
+    /// The lowest ratio the source's figures give.
+    pub low: f64,
+    /// The highest.
+    pub high: f64,
+    /// Where it comes from: the source, the drive, the figures.
+    pub source: &'static str,
+}
+
+/// One published pattern under every variant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PatternRatio {
+    /// What the pattern does, and which times are divided.
+    pub pattern: String,
+    /// The model's ratio, per variant.
+    pub ratio: Vec<f64>,
+    /// The published ratio, where there is one.
+    pub published: Option<Published>,
 }
 
 /// One stream under every variant.
@@ -251,51 +277,124 @@ pub struct RuleStream {
     pub mb_per_s: Vec<f64>,
 }
 
-/// The rule variants of `p`: the four write-hit combinations with its segment size, then its
-/// own write-hit rules with 4 MiB segments.
+/// The write-back rules of `p` in a few words, for a column heading.
+pub fn rules_label(p: &Profile) -> String {
+    format!(
+        "{}, {}, unit {}, rmw {} ×{}",
+        p.write_hit_clean.as_str(),
+        p.write_hit_dirty.as_str(),
+        p.destage_unit.as_str(),
+        p.rmw_grouping.as_str(),
+        p.rmw_revolutions
+    )
+}
+
+/// The rule variants of `p`, in column order: its own rules; each of its write-back
+/// settings changed alone (the other dirty-overlap rule of the third revision, the other
+/// destage unit, the other grouping, one revolution per read-modify-write, `merge`); the
+/// model's second and first revisions (as `st1000dm003-write-first` and
+/// `st1000dm003-merge` take them); its own rules with 4 MiB segments.
 pub fn rule_variants(p: &Profile) -> Vec<(String, Profile)> {
-    let mut out = Vec::new();
-    for clean in [WriteHitClean::ClearSegment, WriteHitClean::Keep] {
-        for dirty in [WriteHitDirty::WriteFirst, WriteHitDirty::Merge] {
-            out.push((
-                format!("{}, {}", clean.as_str(), dirty.as_str()),
-                Profile {
-                    write_hit_clean: clean,
-                    write_hit_dirty: dirty,
-                    ..p.clone()
-                },
-            ));
-        }
-    }
-    let seg = 4u64 << 20;
-    out.push((
-        format!(
-            "{}, {}, 4 MiB segments",
-            p.write_hit_clean.as_str(),
-            p.write_hit_dirty.as_str()
+    let mut out = vec![("own".to_string(), p.clone())];
+    let other_dirty = if p.write_hit_dirty == WriteHitDirty::WaitIfWriting {
+        WriteHitDirty::OverwriteUnlessWriting
+    } else {
+        WriteHitDirty::WaitIfWriting
+    };
+    let other_unit = match p.destage_unit {
+        DestageUnit::Segment => DestageUnit::Track,
+        DestageUnit::Track => DestageUnit::Segment,
+    };
+    let other_grouping = match p.rmw_grouping {
+        RmwGrouping::Track => RmwGrouping::Each,
+        RmwGrouping::Each => RmwGrouping::Track,
+    };
+    for (what, v) in [
+        (
+            format!("dirty overlap {}", other_dirty.as_str()),
+            Profile {
+                write_hit_dirty: other_dirty,
+                ..p.clone()
+            },
         ),
-        Profile {
-            write_segment_bytes: seg.min(p.cache_bytes),
-            ..p.clone()
-        },
-    ));
-    out
+        (
+            format!("unit {}", other_unit.as_str()),
+            Profile {
+                destage_unit: other_unit,
+                ..p.clone()
+            },
+        ),
+        (
+            format!("rmw {}", other_grouping.as_str()),
+            Profile {
+                rmw_grouping: other_grouping,
+                ..p.clone()
+            },
+        ),
+        (
+            format!("rmw ×{}", if p.rmw_revolutions == 1.0 { 2 } else { 1 }),
+            Profile {
+                rmw_revolutions: if p.rmw_revolutions == 1.0 { 2.0 } else { 1.0 },
+                ..p.clone()
+            },
+        ),
+        (
+            "dirty overlap merge".to_string(),
+            Profile {
+                write_hit_dirty: WriteHitDirty::Merge,
+                ..p.clone()
+            },
+        ),
+        (
+            "second revision".to_string(),
+            Profile {
+                write_hit_clean: WriteHitClean::ClearSegment,
+                write_hit_dirty: WriteHitDirty::WriteFirst,
+                destage_unit: DestageUnit::Track,
+                rmw_grouping: RmwGrouping::Each,
+                rmw_revolutions: 1.0,
+                ..p.clone()
+            },
+        ),
+        (
+            "first revision".to_string(),
+            Profile {
+                write_hit_clean: WriteHitClean::Keep,
+                write_hit_dirty: WriteHitDirty::Merge,
+                destage_unit: DestageUnit::Track,
+                rmw_grouping: RmwGrouping::Each,
+                rmw_revolutions: 1.0,
+                ..p.clone()
+            },
+        ),
+        (
+            "4 MiB segments".to_string(),
+            Profile {
+                write_segment_bytes: (4u64 << 20).min(p.cache_bytes),
+                ..p.clone()
+            },
+        ),
+    ] {
+        out.push((what, v));
+    }
+    out.into_iter()
+        .map(|(what, v)| (format!("{what}: {}", rules_label(&v)), v))
+        .collect()
 }
 
 /// A stream of puts appended one after another at the outer edge, each as `pieces` commands
 /// of equal size (the last takes the rest), then a flush; with `read_between`, a 1 MiB read
 /// from a stream elsewhere (at the middle of the stroke) after each put. `sectors` is a put's
 /// data; `pad` rounds each put's write up to a 4 KiB boundary (ext4's zeroed block tail), so
-/// the next put starts inside it. MB/s of the data moved (puts and reads) over the whole time,
-/// the flush included.
-fn put_stream_mb_s(
+/// the next put starts inside it. Returns the time (ns) and the bytes moved (puts and reads).
+fn put_stream(
     p: &Profile,
     puts: u64,
     sectors: u64,
     pieces: u64,
     pad: bool,
     read_between: bool,
-) -> f64 {
+) -> (f64, u64) {
     let mut d = Drive::new(p);
     let far = d.sector_at_stroke(0.5) / 8 * 8;
     let mut t = 0.0;
@@ -323,14 +422,52 @@ fn put_stream_mb_s(
         }
     }
     t = d.submit(&req(ReqOp::Flush, 0, 0, false), t);
+    (t, moved)
+}
+
+/// [`put_stream`] as MB/s of the data moved over the whole time, the flush included.
+fn put_stream_mb_s(
+    p: &Profile,
+    puts: u64,
+    sectors: u64,
+    pieces: u64,
+    pad: bool,
+    read_between: bool,
+) -> f64 {
+    let (t, moved) = put_stream(p, puts, sectors, pieces, pad, read_between);
     moved as f64 / t * 1e3
+}
+
+/// The time (ns) of `n` writes of 8 sectors at random 4 KiB-aligned places over the stroke,
+/// moved `off` sectors up, each followed by a flush (a write with O_SYNC).
+fn synced_random_writes_ns(p: &Profile, n: u32, off: u64) -> f64 {
+    let mut d = Drive::new(p);
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let mut t = 0.0;
+    for _ in 0..n {
+        let s = (random_sector(&d, &mut rng) + off).min(d.capacity_sectors() - 16);
+        t = d.submit(&req(ReqOp::Write, s, 8, false), t);
+        t = d.submit(&req(ReqOp::Flush, 0, 0, false), t);
+    }
+    t
+}
+
+/// The time (ns) of `n` writes of `len` sectors every `stride` sectors from `off`, one
+/// after another as the host sends them, then a flush.
+fn strided_writes_ns(p: &Profile, n: u64, len: u64, stride: u64, off: u64) -> f64 {
+    let mut d = Drive::new(p);
+    let mut t = 0.0;
+    for i in 0..n {
+        t = d.submit(&req(ReqOp::Write, off + i * stride, len, false), t);
+    }
+    d.submit(&req(ReqOp::Flush, 0, 0, false), t)
 }
 
 /// Runs the rule streams under every variant of `p` ([`rule_variants`]).
 pub fn rule_streams(p: &Profile) -> RuleStreams {
     let variants = rule_variants(p);
     type Stream = (&'static str, fn(&Profile) -> f64);
-    let streams: [Stream; 7] = [
+    let streams: [Stream; 9] = [
         (
             "513-sector puts padded to 4 KiB, the next starting inside the pad",
             |p| put_stream_mb_s(p, 256, 513, 1, true, false),
@@ -343,6 +480,13 @@ pub fn rule_streams(p: &Profile) -> RuleStreams {
         }),
         ("the same with a 1 MiB read elsewhere after each put", |p| {
             put_stream_mb_s(p, 256, 513, 1, false, true)
+        }),
+        (
+            "8193-sector puts padded, 8 commands each, the next inside the pad",
+            |p| put_stream_mb_s(p, 32, 8193, 8, true, false),
+        ),
+        ("8193-sector puts appended exactly, 8 commands each", |p| {
+            put_stream_mb_s(p, 32, 8193, 8, false, false)
         }),
         ("4 MiB puts as 8 commands of 512 KiB", |p| {
             put_stream_mb_s(p, 32, 8192, 8, false, false)
@@ -359,6 +503,46 @@ pub fn rule_streams(p: &Profile) -> RuleStreams {
             },
         ),
     ];
+    type Pattern = (&'static str, fn(&Profile) -> f64, Option<Published>);
+    let patterns: [Pattern; 5] = [
+        (
+            "1000 random 4 KiB writes, each synced: 512 B off / aligned",
+            |p| synced_random_writes_ns(p, 1000, 1) / synced_random_writes_ns(p, 1000, 0),
+            Some(Published {
+                low: 22.0 / 8.0,
+                high: 24.0 / 7.0,
+                source: "OSNews, Feb 2010: WD Caviar Green, 1000 random 4K O_SYNC writes, \
+                         aligned 7-8 s, 512 B off 22-24 s",
+            }),
+        ),
+        (
+            "32768 writes of 4 KiB at 16 KiB stride, then a flush: 512 B off / aligned",
+            |p| strided_writes_ns(p, 32768, 8, 32, 1) / strided_writes_ns(p, 32768, 8, 32, 0),
+            Some(Published {
+                low: 73_164.0 / 28_094.0,
+                high: 1_216_537.0 / 19_503.0,
+                source: "blog.des.no, Aug 2010: WD20EARS, 128 MB of 4 KiB writes at 16 KiB \
+                         stride, aligned 19,503 ms vs 512 B off 1,216,537 ms (the author later \
+                         flagged a bug in his benchmark); his 'Off by one' post (drive not \
+                         named): 28,094 ms vs 73,164-79,880 ms",
+            }),
+        ),
+        (
+            "sequential 1 KiB writes (8 MiB), then a flush: 512 B off / aligned",
+            |p| strided_writes_ns(p, 8192, 2, 2, 1) / strided_writes_ns(p, 8192, 2, 2, 0),
+            None,
+        ),
+        (
+            "256 513-sector puts: padded, next inside the pad / appended exactly",
+            |p| put_stream(p, 256, 513, 1, true, false).0 / put_stream(p, 256, 513, 1, false, false).0,
+            None,
+        ),
+        (
+            "the same with a 1 MiB read elsewhere after each put",
+            |p| put_stream(p, 256, 513, 1, true, true).0 / put_stream(p, 256, 513, 1, false, true).0,
+            None,
+        ),
+    ];
     RuleStreams {
         variants: variants.iter().map(|(name, _)| name.clone()).collect(),
         streams: streams
@@ -366,6 +550,14 @@ pub fn rule_streams(p: &Profile) -> RuleStreams {
             .map(|&(name, f)| RuleStream {
                 stream: name.to_string(),
                 mb_per_s: variants.iter().map(|(_, v)| f(v)).collect(),
+            })
+            .collect(),
+        patterns: patterns
+            .iter()
+            .map(|&(name, f, published)| PatternRatio {
+                pattern: name.to_string(),
+                ratio: variants.iter().map(|(_, v)| f(v)).collect(),
+                published,
             })
             .collect(),
     }
@@ -379,7 +571,7 @@ pub fn validation(p: &Profile) -> Validation {
     }
 }
 
-/// The rule-stream table for people.
+/// The rule-stream tables for people.
 pub fn render_rule_streams(r: &RuleStreams) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -391,15 +583,42 @@ pub fn render_rule_streams(r: &RuleStreams) -> String {
     }
     let _ = write!(s, "{:<68}", "stream");
     for i in 0..r.variants.len() {
-        let _ = write!(s, " {:>8}", format!("[{}]", i + 1));
+        let _ = write!(s, " {:>7}", format!("[{}]", i + 1));
     }
     s.push('\n');
     for row in &r.streams {
         let _ = write!(s, "{:<68}", row.stream);
         for v in &row.mb_per_s {
-            let _ = write!(s, " {v:>8.1}");
+            let _ = write!(s, " {v:>7.1}");
         }
         s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "\npublished patterns (time ratio), per variant, and the published ratio on another \
+         drive (a check of shape, not fitted):"
+    );
+    let _ = write!(s, "{:<68}", "pattern");
+    for i in 0..r.variants.len() {
+        let _ = write!(s, " {:>7}", format!("[{}]", i + 1));
+    }
+    let _ = writeln!(s, "  published");
+    let mut sources = Vec::new();
+    for row in &r.patterns {
+        let _ = write!(s, "{:<68}", row.pattern);
+        for v in &row.ratio {
+            let _ = write!(s, " {v:>7.2}");
+        }
+        match row.published {
+            Some(p) => {
+                sources.push(p.source);
+                let _ = writeln!(s, "  {:.2}-{:.2} ({})", p.low, p.high, sources.len());
+            }
+            None => s.push_str("  -\n"),
+        }
+    }
+    for (i, src) in sources.iter().enumerate() {
+        let _ = writeln!(s, "  ({}) {src}", i + 1);
     }
     s
 }

@@ -64,12 +64,10 @@ fn replay_then_demerit_against_the_measured_run() {
         );
         serde_json::from_str(&out).unwrap()
     };
-    let over = merge("st1000dm003+write_hit_clean=keep,write_hit_dirty=merge");
+    let spec = "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge,destage_unit=track,rmw_grouping=each,rmw_revolutions=1";
+    let over = merge(spec);
     let shipped = merge("st1000dm003-merge");
-    assert_eq!(
-        over["model"]["profile"],
-        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge"
-    );
+    assert_eq!(over["model"]["profile"], spec);
     assert_eq!(over["ops"], shipped["ops"]);
     assert_eq!(
         over["model"]["modelled_total_elapsed_ns"],
