@@ -1225,8 +1225,7 @@ impl Drive {
         let limit = ((self.g.bytes_at(revs) / 512.0) as u64).min(self.capacity_sectors);
         let mut end = b;
         while let Some((s, e)) = self.cache.dirty_run_from(end) {
-            if s >= limit || (e > limit && !self.rmw_parts(s, e).iter().all(|&(x, _)| x < limit))
-            {
+            if s >= limit || (e > limit && !self.rmw_parts(s, e).iter().all(|&(x, _)| x < limit)) {
                 break;
             }
             end = e;

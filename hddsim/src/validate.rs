@@ -534,12 +534,17 @@ pub fn rule_streams(p: &Profile) -> RuleStreams {
         ),
         (
             "256 513-sector puts: padded, next inside the pad / appended exactly",
-            |p| put_stream(p, 256, 513, 1, true, false).0 / put_stream(p, 256, 513, 1, false, false).0,
+            |p| {
+                put_stream(p, 256, 513, 1, true, false).0
+                    / put_stream(p, 256, 513, 1, false, false).0
+            },
             None,
         ),
         (
             "the same with a 1 MiB read elsewhere after each put",
-            |p| put_stream(p, 256, 513, 1, true, true).0 / put_stream(p, 256, 513, 1, false, true).0,
+            |p| {
+                put_stream(p, 256, 513, 1, true, true).0 / put_stream(p, 256, 513, 1, false, true).0
+            },
             None,
         ),
     ];

@@ -147,9 +147,9 @@ fn validate_prints_the_model_next_to_the_references() {
         "{c}"
     );
     // The rule streams: exact appends cost the same under every variant; the padded puts
-    // are slower under the sourced rules than under the first revision's (keep, merge).
+    // are slower under the second revision's rules (column 7) than under the first's (8).
     let rs = &v["rule_streams"];
-    assert_eq!(rs["variants"].as_array().unwrap().len(), 5);
+    assert_eq!(rs["variants"].as_array().unwrap().len(), 9);
     let row = |prefix: &str| -> Vec<f64> {
         rs["streams"]
             .as_array()
@@ -166,7 +166,23 @@ fn validate_prints_the_model_next_to_the_references() {
     let exact = row("513-sector puts appended exactly");
     assert!(exact.iter().all(|&x| x == exact[0]), "{exact:?}");
     let padded = row("513-sector puts padded");
-    assert!(padded[0] < padded[3] / 2.0, "{padded:?}");
+    assert!(padded[6] < padded[7] / 2.0, "{padded:?}");
+    // The published patterns carry their source next to the model's ratios.
+    let patterns = rs["patterns"].as_array().unwrap();
+    let osnews = patterns
+        .iter()
+        .find(|p| {
+            p["pattern"]
+                .as_str()
+                .unwrap()
+                .starts_with("1000 random 4 KiB")
+        })
+        .unwrap();
+    assert!(osnews["published"]["source"]
+        .as_str()
+        .unwrap()
+        .contains("OSNews"));
+    assert_eq!(osnews["ratio"].as_array().unwrap().len(), 9);
     let text = stdout(hddsim().args(["validate", "--profile", "st1000dm003"]));
     assert!(
         text.contains("sister") && text.contains("flush after 64 scattered"),
@@ -174,7 +190,8 @@ fn validate_prints_the_model_next_to_the_references() {
     );
     assert!(
         text.contains("rule streams")
-            && text.contains("[5] clear-segment, write-first, 4 MiB segments"),
+            && text.contains("[7] second revision: clear-segment, write-first, unit track")
+            && text.contains("published patterns"),
         "{text}"
     );
 }
