@@ -58,8 +58,19 @@
 //!   clean together) it overlaps, so the rest of a physical sector it covers in part may
 //!   leave the cache (a *re-opened* sector: held, read-modify-written when forced);
 //!   `keep`: only the written blocks are replaced.
-//! - `write_hit_dirty = write-first`: a write overlapping dirty data waits until that data is
-//!   on the media; `merge`: it replaces it in the cache.
+//! - `write_hit_dirty = overwrite-unless-writing`: a write overlapping dirty data that the
+//!   destage is not writing at that moment replaces it in the cache; where the destage is
+//!   writing it, the write is accepted at once into another segment, the run in progress
+//!   writes the old copy and those sectors stay dirty (`rewritten`); `wait-if-writing`: the
+//!   write waits there until the run has written them; `write-first`: a write overlapping
+//!   dirty data waits until all of it is on the media; `merge`: it replaces it in the cache,
+//!   also where the destage is writing it.
+//! - `destage_unit`: what "being written at that moment" covers — `segment`, the run in
+//!   progress (from its seek; with what was appended to it exactly meanwhile); `track`, its
+//!   operation of one revolution in progress.
+//! - `rmw_grouping = track`: a forced run that needs a read-modify-write takes with it the
+//!   dirty runs starting within one revolution after it (one read pass for all of them);
+//!   `each`: every such run on its own. `rmw_revolutions`: what the read pass costs.
 //! - `write_segment_bytes`: a write goes into the cache a segment at a time at most, and the
 //!   dirty run it continues may not exceed a segment: a larger command completes once all
 //!   but a segment of it is on the media.
@@ -76,8 +87,8 @@
 //! cache and merged with following writes so that the media sees aligned ones); Seagate's
 //! and Dell's Advanced Format (512e) papers, which describe the read-modify-write a 512e
 //! drive must do for an unaligned write and the drive caching that hides it for sequential
-//! streams. The piece is read-modified-written — one extra revolution for its run (the read
-//! pass and the write pass), charged when the run starts — only when it must be:
+//! streams. The piece is read-modified-written — `rmw_revolutions` more for its run (the
+//! read pass and the turn to write), charged when the run starts — only when it must be:
 //! - a flush, a preflush or a FUA write (everything dirty must reach the media), so a flush
 //!   between two puts forces it;
 //! - cache pressure: a write waiting for room, when nothing else dirty can be written.
@@ -169,7 +180,7 @@ pub struct DriveStats {
     /// Rotational wait of destage runs (ns).
     #[serde(serialize_with = "round_ns")]
     pub destage_rotation_ns: f64,
-    /// 512e read-modify-writes (each one extra revolution).
+    /// 512e read-modify-writes: read passes, each `rmw_revolutions` long.
     pub rmw_penalties: u64,
     /// Time they cost (ns).
     #[serde(serialize_with = "round_ns")]
