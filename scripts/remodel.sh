@@ -3,9 +3,9 @@
 # a trace, `minfs-bench hdd-replay` over its (possibly compressed) trace and op-log for each
 # profile of compare.json, rewriting run-K.model-<profile>.json; then `minfs-bench report DIR`
 # re-renders report.md and the plots. The measured files are not touched. Where compare.json
-# names st1000dm003, st1000dm003-merge (the same drive with the model's first-revision
-# write-hit rules) is modelled too, so the report shows both rule sets; REMODEL_PROFILES
-# (space-separated) replaces the list.
+# names st1000dm003, st1000dm003-write-first and st1000dm003-merge (the same drive under the
+# model's second- and first-revision rules) are modelled too, so the report shows the range
+# of the three rule sets; REMODEL_PROFILES (space-separated) replaces the list.
 #
 #   scripts/remodel.sh results/2026-11-22-vm-loop-512
 #
@@ -23,8 +23,9 @@ bench=$root/target/release/minfs-bench
 profiles=${REMODEL_PROFILES:-$(python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1])).get("profiles", [])
-if "st1000dm003" in p and "st1000dm003-merge" not in p:
-    p.insert(p.index("st1000dm003") + 1, "st1000dm003-merge")
+for extra in ["st1000dm003-merge", "st1000dm003-write-first"]:
+    if "st1000dm003" in p and extra not in p:
+        p.insert(p.index("st1000dm003") + 1, extra)
 print(" ".join(p))' "$dir/compare.json")}
 failures=0
 for json in "$dir"/runs/*/*/run-*.json; do

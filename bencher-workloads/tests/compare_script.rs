@@ -140,12 +140,20 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
         last.contains("(elapsed ") && !last.contains("left"),
         "{last}"
     );
-    // The verdict, one line per workload, at the end of the output.
+    // The report's summary at the end of the output: the measured verdict, one line per
+    // workload, with what it measures; then where the details are.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let verdict = &stdout[stdout.find("\nVerdict (measured on ").expect("a verdict")..];
+    let summary = &stdout[stdout
+        .find("### Measured on the loop device")
+        .expect("a summary")..];
     for w in WORKLOADS {
-        assert!(verdict.contains(&format!("\n- {w}: ")), "{verdict}");
+        assert!(summary.contains(&format!("\n- {w}: ")), "{summary}");
     }
+    assert!(
+        summary.contains("It does not measure a spinning drive"),
+        "{summary}"
+    );
+    assert!(summary.contains("Details, tables and plots: "), "{summary}");
 
     let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}");

@@ -36,6 +36,11 @@ fn drive512_merge() -> Profile {
     profile::load("st1000dm003-merge").unwrap()
 }
 
+/// The model's second revision (whose golden file predates the third).
+fn drive512_write_first() -> Profile {
+    profile::load("st1000dm003-write-first").unwrap()
+}
+
 fn golden_inputs() -> (trace::Trace, Vec<replay::OpRecord>, RunReport) {
     let t = trace::parse(
         &std::fs::read_to_string(hddsim_data("hdd-mixed.trace")).unwrap(),
@@ -84,7 +89,12 @@ fn golden_replay_of_a_real_run() {
     // tests/data/hdd-mixed.*: `minfs-bench run --workload workloads/rand-mixed-1m.wl --scale
     // 0.002 --sync-every 10 --backend raw:/dev/loop0` traced with tracefs (Linux 6.18).
     let (t, ops, run) = golden_inputs();
-    for p in [drive512(), drive512_merge(), drive4k()] {
+    for p in [
+        drive512(),
+        drive512_write_first(),
+        drive512_merge(),
+        drive4k(),
+    ] {
         let got = model_json(&p, &t, &ops, &run);
         let path = data(&format!("hdd-mixed.{}.json", p.stem));
         if std::env::var_os("HDD_BLESS").is_some() {

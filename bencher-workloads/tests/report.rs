@@ -321,14 +321,18 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 ~ | 2.73 (1/2 runs) |"
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
         "| rand-mixed-1m | 1 | 1.00 ~ | 0.50 ▼ |"
     );
     assert!(md.find("| seq-256k |").unwrap() < md.find("| rand-mixed-1m |").unwrap());
-    assert!(md.contains("![ratios](plots/ratios.svg)"));
+    assert!(md.contains(
+        "Ratios by workload, with their intervals: [plots/ratios.svg](plots/ratios.svg) (and \
+         [PNG](plots/ratios.png))"
+    ));
+    assert!(md.contains("![measured ratios](plots/ratios.png)"));
 
     // Per workload: medians, min–max, ratio, MB/s, wall, runs.
     let seq = &md[md.find("## seq-256k").unwrap()..md.find("## rand-mixed-1m").unwrap()];
@@ -385,24 +389,31 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     assert!(dir.join("plots/cdf-rand-mixed-1m.svg").is_file());
     let ratios = fs::read_to_string(dir.join("plots/ratios.svg")).unwrap();
     assert!(ratios.starts_with("<svg "));
+    // Workloads on the axis, the targets but the baseline in the legend, the line at 1.
     for label in [
         "seq-256k",
         "rand-mixed-1m",
-        "minfs",
         "ext4",
         "xfs",
-        "1.64",
-        "2.73",
-        "0.50",
+        "line at 1: minfs",
     ] {
         assert!(ratios.contains(&format!(">\n{label}\n</text>")), "{label}");
+    }
+    assert!(
+        !ratios.contains(">\nminfs\n</text>"),
+        "the baseline is the line, not a dot"
+    );
+    // A PNG of each SVG.
+    for png in ["ratios", "cdf-seq-256k", "cdf-rand-mixed-1m"] {
+        let bytes = fs::read(dir.join(format!("plots/{png}.png"))).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{png}");
     }
 
     // Rendering again changes nothing.
     let first = outputs(dir);
     assert_eq!(
         first.len(),
-        4,
+        7,
         "{:?}",
         first.iter().map(|f| &f.0).collect::<Vec<_>>()
     );
@@ -467,16 +478,31 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
         !m[m.find("## rand-mixed-1m (modelled)").unwrap()..].contains("| Target | writes |"),
         "no drive table without modelled runs"
     );
-    assert!(m.contains("(plots/modelled-vs-measured-st1000dm003.svg)"));
-    let mm = fs::read_to_string(dir.join("plots/modelled-vs-measured-st1000dm003.svg")).unwrap();
-    assert!(mm.starts_with("<svg ") && mm.contains("modelled on Seagate ST1000DM003"));
-    // The measured part is unchanged.
+    assert!(m.contains("[plots/modelled.svg](plots/modelled.svg)"));
+    let mm = fs::read_to_string(dir.join("plots/modelled.svg")).unwrap();
+    assert!(mm.starts_with("<svg ") && mm.contains("Modelled on Seagate ST1000DM003"));
+    // The summary's modelled verdict: ext4's 42/22 and 42/20 s, the one comparison judged.
+    let summary = &md[md
+        .find("### Modelled on the drive")
+        .expect("modelled summary")..];
+    assert!(
+        summary.contains("- **seq-256k**: slower than minfs: ext4 2.00× [1.09–3.67]"),
+        "{summary}"
+    );
+    // What needs no model, in the summary: re-opening writes per put from the traces (ext4's
+    // 900 of its 1,000 puts; xfs's runs carry no drive figures).
     assert_eq!(
-        line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) |"
+        line_with(summary, "| seq-256k |"),
+        "| seq-256k | 0.00 | 0.90 | — |"
+    );
+    // The measured part is unchanged.
+    let table = &md[md.find("## Summary: ratio of total elapsed").unwrap()..];
+    assert_eq!(
+        line_with(table, "| seq-256k |"),
+        "| seq-256k | 1 | 1.64 ~ | 2.73 (1/2 runs) |"
     );
     let second = outputs(dir);
-    assert_eq!(second.len(), 5);
+    assert_eq!(second.len(), 9);
     render(dir);
     assert_eq!(second, outputs(dir));
 }
@@ -504,15 +530,17 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 ▲ | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 ~ | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
     );
     assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
-    // The verdict: raw, never run, is named apart; xfs and btrfs ran once.
+    // The verdict: raw, never run, is named apart; xfs and btrfs ran once. ext4's two
+    // rounds, 16/10 and 20/12, give 1.63× with an interval too wide to call (three
+    // comparisons judged: each at 98.3 %, t with one degree of freedom).
     assert_eq!(
         verdict_of(&md, "seq-256k"),
-        "- **seq-256k**: slower than minfs beyond the run-to-run spread: ext4 1.64×; not \
-         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×, btrfs 2.00×; no \
-         successful run of raw."
+        "- **seq-256k**: no difference from minfs found at this resolution: ext4 1.63× \
+         [0.75–3.56]; not judged, with fewer than 2 rounds of it and minfs: xfs 2.73×, btrfs \
+         2.00×; no successful run of raw."
     );
 
     // Without minfs, the first target is the baseline and the text says so.
@@ -536,7 +564,7 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 0.50 ▼ |"
+        "| rand-mixed-1m | 1 | 0.50 ~ |"
     );
     // A plot no workload makes any more is removed; other files stay.
     assert!(!dir.join("plots/cdf-gone.svg").exists());
@@ -635,7 +663,7 @@ fn bad_inputs_fail_naming_the_file() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1.64 ▲ | 1 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1.64 ~ | 1 | 2.73 (1/2 runs) |"
     );
 
     // Usage errors.
@@ -643,7 +671,7 @@ fn bad_inputs_fail_naming_the_file() {
     bench().args(["report", "a", "b"]).assert().code(2);
 }
 
-/// A comparison of one workload, `w`, with these totals (in s) per target and run, on
+/// A comparison of one workload, `w`, with these totals (in ms) per target and run, on
 /// `device`: the runs' other figures do not matter to the verdict.
 fn totals_fixture(dir: &Path, device: &str, w: &str, targets: &[(&str, &[u64])]) {
     let names: Vec<&str> = targets.iter().map(|t| t.0).collect();
@@ -656,7 +684,7 @@ fn totals_fixture(dir: &Path, device: &str, w: &str, targets: &[(&str, &[u64])])
     for (t, totals) in targets {
         let d = run_dir(dir, w, t);
         for (i, total) in totals.iter().enumerate() {
-            let rep = report(w, t, total * S, total * S, 1e8, MS);
+            let rep = report(w, t, total * MS, total * MS, 1e8, MS);
             fs::write(
                 d.join(format!("run-{}.json", i + 1)),
                 serde_json::to_string(&rep).unwrap(),
@@ -666,77 +694,81 @@ fn totals_fixture(dir: &Path, device: &str, w: &str, targets: &[(&str, &[u64])])
     }
 }
 
-/// The verdict's sentence about workload `w`.
+/// The measured verdict's sentence about workload `w`.
 fn verdict_of<'a>(md: &'a str, w: &str) -> &'a str {
-    let verdict = &md[md.find("## Verdict\n").expect("a verdict")..];
-    let verdict = &verdict[..verdict[3..].find("\n## ").map_or(verdict.len(), |i| i + 3)];
+    let verdict = &md[md.find("### Measured on ").expect("a verdict")..];
+    let verdict = &verdict[..verdict[4..].find("\n##").map_or(verdict.len(), |i| i + 4)];
     line_with(verdict, &format!("- **{w}**: "))
 }
 
 #[test]
-fn the_report_opens_with_a_verdict_beyond_the_spread() {
+fn the_report_opens_with_a_summary_of_both_verdicts() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     fixture(dir);
     let md = render(dir);
-    // The verdict comes before any table.
-    let verdict = md.find("## Verdict\n").expect("a verdict");
-    assert!(verdict < md.find("| Workload |").unwrap(), "{md}");
-    assert!(verdict < md.find("**Total elapsed**").unwrap(), "{md}");
-    // seq-256k: ext4's 16–20 s lie above minfs's 10–12 s; xfs ran once.
-    assert_eq!(
-        verdict_of(&md, "seq-256k"),
-        "- **seq-256k**: slower than minfs beyond the run-to-run spread: ext4 1.64×; not \
-         judged, with fewer than 2 runs of it or of minfs: xfs 2.73×."
-    );
-    // rand-mixed-1m: xfs's 2–3 s below minfs's 4–6 s; ext4's 5 s inside them.
+    // The summary comes before any table, the measured verdict first.
+    let summary = md
+        .find("## Summary\n\n### Measured on ")
+        .expect("a summary");
+    assert!(summary < md.find("| Workload |").unwrap(), "{md}");
+    assert!(summary < md.find("**Total elapsed**").unwrap(), "{md}");
+    // rand-mixed-1m: xfs 2/4 and 3/6 s, both rounds 0.50: an interval of no width.
     assert_eq!(
         verdict_of(&md, "rand-mixed-1m"),
-        "- **rand-mixed-1m**: faster than minfs beyond the spread: xfs 0.50×; within the \
-         spread: ext4."
+        "- **rand-mixed-1m**: faster than minfs: xfs 0.50× [0.50–0.50]; no difference from \
+         minfs found at this resolution: ext4 1.02× [0.00–2350.67]."
     );
+    // The method, with its level and the number of comparisons, and what is measured.
+    assert!(
+        md.contains("each interval at 98.33 %, so that all 3 comparisons hold together at 95 %")
+    );
+    assert!(md.contains("Method and sources: `bencher-workloads/src/compare/stats.rs`"));
+    // No traces: no modelled verdict.
+    assert!(!md.contains("### Modelled on the drive"));
     // The summary's marks are explained.
-    assert!(md.contains("▲ slower, ▼ faster than minfs beyond the run-to-run spread"));
+    assert!(md.contains("▲ slower, ▼ faster than minfs (the interval of the ratio lies"));
 }
 
+/// Six rounds of one workload: a target 20 % slower in every round is found slower, one
+/// within 1 % of minfs is within ±5 %, one 20 % faster is found faster, one that scatters by
+/// ±30 % is not called either way, one run alone is not judged. Four comparisons judged:
+/// each interval at 98.75 %. (The figures are checked against scipy's t quantiles.)
 #[test]
-fn a_median_ratio_inside_the_spread_is_not_called_slower_or_faster() {
+fn paired_rounds_tell_slower_faster_equal_and_undecided() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    // minfs 10–30 s (median 20). ext4: median 26 s, ratio 1.30, but its 25–27 s lie inside
-    // minfs's range: within the spread. xfs: median 11 s, ratio 0.55, but 9–13 s overlaps
-    // minfs's 10 s: within. btrfs: 31–33 s, just above minfs's slowest: slower, 1.60×. raw:
-    // 7–9 s, just below its fastest: faster, 0.40×. zfs: 30–40 s, touching minfs's 30 s:
-    // within (a tie is not beyond the spread).
     totals_fixture(
         dir,
         "loop-512 (loop device, direct I/O, over a 300 MiB zero-filled image)",
         "w",
         &[
-            ("minfs", &[10, 30, 20]),
-            ("ext4", &[25, 26, 27]),
-            ("xfs", &[9, 13, 11]),
-            ("btrfs", &[31, 32, 33]),
-            ("raw", &[8, 7, 9]),
-            ("zfs", &[30, 40, 35]),
+            ("minfs", &[10000, 12000, 11000, 13000, 10000, 12000]),
+            ("ext4", &[12100, 14300, 13300, 15500, 12000, 14500]),
+            ("xfs", &[10100, 11900, 11100, 12900, 10050, 12100]),
+            ("raw", &[8000, 9700, 8800, 10300, 8100, 9600]),
+            ("zfs", &[13000, 9000, 14000, 10000, 12000, 16000]),
+            ("btrfs", &[30000]),
         ],
     );
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: slower than minfs beyond the run-to-run spread: btrfs 1.60×; faster than \
-         minfs beyond the spread: raw 0.40×; within the spread: ext4, xfs, zfs."
+        "- **w**: slower than minfs: ext4 1.20× [1.19–1.22]; faster than minfs: raw 0.80× \
+         [0.79–0.81]; within ±5 % of minfs: xfs 1.00× [0.99–1.02]; no difference from minfs \
+         found at this resolution: zfs 1.07× [0.71–1.63]; not judged, with fewer than 2 rounds \
+         of it and minfs: btrfs 2.61×."
     );
     assert_eq!(
         line_with(&md, "| w |"),
-        "| w | 1 | 1.30 ~ | 0.55 ~ | 1.60 ▲ | 0.40 ▼ | 1.75 ~ |"
+        "| w | 1 | 1.20 ▲ | 1.00 = | 0.80 ▼ | 1.09 ~ | 2.61 (1/6 runs) |"
     );
-    // A loop device over an image: the measured tables are not a drive's, and a flush is a
-    // host fsync. No traces: nothing modelled.
+    // A loop device over an image: the measured verdict says what it does not measure; no
+    // traces: nothing modelled.
+    assert!(md.contains("It does not measure a spinning drive"));
     assert!(
         md.contains("a loop device over an image file on this machine's disk. That is not a drive")
     );
-    assert!(md.contains("a flush is an `fsync` of the image file on the host"));
     assert!(md.contains("No tables are modelled here"));
 }
 
@@ -752,16 +784,16 @@ fn verdict_names_targets_without_runs_apart_from_the_ratios() {
          st1000dm003 backed by a 300 MiB zero-filled image)",
         "w",
         &[
-            ("minfs", &[10]),
+            ("minfs", &[10000]),
             ("ext4", &[]),
-            ("xfs", &[30]),
+            ("xfs", &[30000]),
             ("raw", &[]),
         ],
     );
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: not judged, with fewer than 2 runs of it or of minfs: xfs 3.00×; no \
+        "- **w**: not judged, with fewer than 2 rounds of it and minfs: xfs 3.00×; no \
          successful run of ext4, raw."
     );
 }
@@ -775,14 +807,18 @@ fn one_run_each_is_not_judged_and_the_emulated_device_is_named() {
         "emulated-st1000dm003 (loop device, direct I/O, over hddsim emulate --profile \
          st1000dm003 backed by a 300 MiB zero-filled image)",
         "w",
-        &[("minfs", &[10]), ("ext4", &[30]), ("xfs", &[5])],
+        &[("minfs", &[10000]), ("ext4", &[30000]), ("xfs", &[5000])],
     );
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: not judged, with fewer than 2 runs of it or of minfs: ext4 3.00×, xfs 0.50×."
+        "- **w**: not judged, with fewer than 2 rounds of it and minfs: ext4 3.00×, xfs 0.50×."
     );
     assert_eq!(line_with(&md, "| w |"), "| w | 1 | 3.00 | 0.50 |");
+    assert!(
+        md.contains("### Measured on the emulated drive (`hddsim emulate --profile st1000dm003`)")
+    );
+    assert!(md.contains("against the drive model in real time"));
     assert!(md.contains("a loop device over an emulated drive (`hddsim emulate`)"));
     assert!(!md.contains("That is not a drive"));
 }

@@ -46,6 +46,12 @@ pub struct Meta {
     pub device: Option<String>,
     /// Its logical sector size.
     pub sector_size: Option<u64>,
+    /// `runs` (each round runs every target once, so run k of two targets pair) or `targets`.
+    pub order: Option<String>,
+    /// The drive-model profiles that are rule sets of one drive, the shipped one first (the
+    /// report's modelled verdict gives the first with the range across them all). Without
+    /// it, every profile but a `-4kn` one, `st1000dm003` first where present.
+    pub variants: Option<Vec<String>>,
 }
 
 /// The `"model"` object of a modelled report (other keys are ignored).

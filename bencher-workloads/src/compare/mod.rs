@@ -9,7 +9,9 @@
 //!
 //! - [`layout`]: reading the directory (`compare.json`, `runs/<workload>/<target>/run-<k>.*`);
 //! - [`render`]: the figures (medians over runs, ratios to the baseline) and `report.md`;
-//! - [`plot`]: the SVG plots (latency CDFs, ratios, measured vs modelled);
+//! - [`stats`]: the verdict's method (ratios with simultaneous confidence intervals);
+//! - [`plot`]: the plots (ratios with their intervals, measured and modelled; latency CDFs),
+//!   each as SVG and PNG;
 //! - [`format`]: number formatting.
 //!
 //! The baseline is the target `minfs`, else the first target. Rendering is deterministic:
@@ -20,6 +22,7 @@ pub mod format;
 pub mod layout;
 pub mod plot;
 pub mod render;
+pub mod stats;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -104,15 +107,22 @@ impl Source<'_> {
     }
 }
 
-/// The plots of a comparison, as paths relative to the directory (`plots/…`).
+/// The plots of a comparison, as paths relative to the directory (`plots/…`), SVGs; each has
+/// a PNG of the same name next to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlotFiles {
-    /// `plots/ratios.svg`.
+    /// `plots/ratios.svg`: the measured ratios with their intervals.
     pub ratios: String,
+    /// `plots/modelled.svg`: the modelled ratios (the shipped rule set, with the range across
+    /// the rule sets), when there are modelled runs.
+    pub modelled: Option<String>,
     /// Per workload, `plots/cdf-<workload>.svg`, or `None` when it has no op-log.
     pub cdf: Vec<Option<String>>,
-    /// Per profile, `plots/modelled-vs-measured-<profile>.svg`.
-    pub modelled: Vec<String>,
+}
+
+/// `plots/x.svg` → `plots/x.png`.
+pub fn png_name(svg: &str) -> String {
+    format!("{}.png", svg.strip_suffix(".svg").unwrap_or(svg))
 }
 
 /// Names made file-safe ([`format::file_part`]), with `-2`, `-3`, … added where two would
@@ -143,14 +153,10 @@ pub fn plot_files(cmp: &Comparison) -> PlotFiles {
                 .then(|| format!("plots/cdf-{part}.svg"))
         })
         .collect();
-    let ids: Vec<String> = cmp.profiles.iter().map(|p| p.id.clone()).collect();
     PlotFiles {
         ratios: "plots/ratios.svg".to_string(),
+        modelled: render::model_variants(cmp).map(|_| "plots/modelled.svg".to_string()),
         cdf,
-        modelled: unique_parts(&ids)
-            .into_iter()
-            .map(|p| format!("plots/modelled-vs-measured-{p}.svg"))
-            .collect(),
     }
 }
 
@@ -163,26 +169,58 @@ pub struct Written {
     pub plots: Vec<PathBuf>,
 }
 
-/// All files of `cmp` as (path relative to the directory, contents): `report.md` first.
-pub fn render(cmp: &Comparison) -> Result<Vec<(String, String)>, CompareError> {
+/// All files of `cmp` as (path relative to the directory, contents): `report.md` first, then
+/// each plot's SVG and PNG.
+pub fn render(cmp: &Comparison) -> Result<Vec<(String, Vec<u8>)>, CompareError> {
     let files = plot_files(cmp);
-    let mut out = vec![("report.md".to_string(), render::markdown(cmp))];
+    let mut out = vec![("report.md".to_string(), render::markdown(cmp).into_bytes())];
     let plot_err = |file: &str| {
         let file = file.to_string();
         move |message| CompareError::Plot { file, message }
     };
+    let mut svgs: Vec<(String, String)> = Vec::new();
     if !cmp.targets.is_empty() && !cmp.workloads.is_empty() {
-        let measured = render::ratio_matrix(cmp, Source::Measured);
         let base = cmp.baseline().map_or("minfs", |b| cmp.targets[b].as_str());
-        let svg = plot::ratios_svg(
-            &format!("Total elapsed relative to {base} (median over runs)"),
-            &format!("median total elapsed / {base}'s"),
+        let names: Vec<Option<&str>> = cmp
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(t, n)| (Some(t) != cmp.baseline()).then_some(n.as_str()))
+            .collect();
+        let measured = render::ratio_dots(cmp, Source::Measured, None);
+        let note = render::interval_note(cmp, Source::Measured);
+        let svg = plot::dots_svg(
+            &format!("Total elapsed relative to {base}, measured"),
+            &format!("total elapsed / {base}'s"),
             &cmp.workloads,
-            &cmp.targets,
+            &names,
             &measured,
+            &[&format!("line at 1: {base}"), &note],
         )
         .map_err(plot_err(&files.ratios))?;
-        out.push((files.ratios.clone(), svg));
+        svgs.push((files.ratios.clone(), svg));
+        if let (Some(file), Some((shipped, variants))) =
+            (&files.modelled, render::model_variants(cmp))
+        {
+            let dots = render::ratio_dots(cmp, Source::Modelled(&shipped.id), Some(&variants));
+            let note = render::interval_note(cmp, Source::Modelled(&shipped.id));
+            let band = format!("band: lowest–highest of {} rule sets", variants.len());
+            let mut notes = vec![format!("line at 1: {base}"), note];
+            if variants.len() > 1 {
+                notes.push(band);
+            }
+            let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+            let svg = plot::dots_svg(
+                &format!("Modelled on {} ({})", shipped.name, shipped.id),
+                &format!("modelled total elapsed / {base}'s"),
+                &cmp.workloads,
+                &names,
+                &dots,
+                &notes,
+            )
+            .map_err(plot_err(file))?;
+            svgs.push((file.clone(), svg));
+        }
         for (w, file) in files.cdf.iter().enumerate() {
             let Some(file) = file else { continue };
             let series: Vec<(usize, &str, &[u64])> = cmp
@@ -192,34 +230,33 @@ pub fn render(cmp: &Comparison) -> Result<Vec<(String, String)>, CompareError> {
                 .map(|(t, name)| (t, name.as_str(), cmp.cells[w][t].latencies.as_slice()))
                 .collect();
             let svg = plot::cdf_svg(&cmp.workloads[w], &series).map_err(plot_err(file))?;
-            out.push((file.clone(), svg));
+            svgs.push((file.clone(), svg));
         }
-        for (p, file) in cmp.profiles.iter().zip(&files.modelled) {
-            let modelled = render::ratio_matrix(cmp, Source::Modelled(&p.id));
-            let svg = plot::modelled_vs_measured_svg(
-                &p.name,
-                base,
-                &cmp.workloads,
-                &cmp.targets,
-                &measured,
-                &modelled,
-            )
-            .map_err(plot_err(file))?;
-            out.push((file.clone(), svg));
-        }
+    }
+    for (file, svg) in svgs {
+        let png = plot::png_of_svg(&svg).map_err(plot_err(&png_name(&file)))?;
+        out.push((file.clone(), svg.into_bytes()));
+        out.push((png_name(&file), png));
     }
     Ok(out)
 }
 
-/// Whether `name` is a plot file this renderer makes (`ratios.svg`, `cdf-*.svg`,
-/// `modelled-vs-measured-*.svg`).
+/// Whether `name` is a plot file this renderer makes or made (`ratios`, `modelled`, `cdf-*`,
+/// and the earlier `modelled-vs-measured-*`, as `.svg` or `.png`).
 fn is_our_plot(name: &str) -> bool {
-    name == "ratios.svg"
-        || (name.ends_with(".svg")
-            && (name.starts_with("cdf-") || name.starts_with("modelled-vs-measured-")))
+    let Some(stem) = name
+        .strip_suffix(".svg")
+        .or_else(|| name.strip_suffix(".png"))
+    else {
+        return false;
+    };
+    stem == "ratios"
+        || stem == "modelled"
+        || stem.starts_with("cdf-")
+        || stem.starts_with("modelled-vs-measured-")
 }
 
-/// Reads the comparison in `dir` and writes `dir/report.md` and `dir/plots/*.svg`. Plots of
+/// Reads the comparison in `dir` and writes `dir/report.md` and `dir/plots/*.{svg,png}`. Plots of
 /// an earlier render that this one does not make (a workload or profile gone) are removed;
 /// other files in `plots/` are left alone.
 pub fn render_dir(dir: &Path) -> Result<Written, CompareError> {
@@ -277,9 +314,12 @@ mod tests {
     #[test]
     fn our_plots() {
         assert!(is_our_plot("ratios.svg"));
-        assert!(is_our_plot("cdf-seq-256k.svg"));
+        assert!(is_our_plot("ratios.png"));
+        assert!(is_our_plot("modelled.svg"));
+        assert!(is_our_plot("cdf-seq-256k.png"));
         assert!(is_our_plot("modelled-vs-measured-st1000dm003.svg"));
         assert!(!is_our_plot("mine.svg"));
         assert!(!is_our_plot("cdf-notes.txt"));
+        assert_eq!(png_name("plots/ratios.svg"), "plots/ratios.png");
     }
 }

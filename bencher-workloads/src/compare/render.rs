@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 
 use super::format::{self, md};
 use super::layout::{Cell, Comparison, DriveWork, Modelled, Profile, Run};
-use super::{plot_files, Source};
+use super::plot::Dot;
+use super::stats::{self, Interval, Judgement};
+use super::{plot_files, png_name, Source};
 use crate::run::report::RunReport;
 use crate::run::stats::KindReport;
 
@@ -175,87 +177,198 @@ fn runs_cell(cmp: &Comparison, w: &str, t: &str, cell: &Cell) -> String {
     s
 }
 
-/// The summary table of ratios.
-/// How a target's total elapsed stands against the baseline's over the runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Standing {
-    /// Every run of the target took longer than every run of the baseline (its fastest run
-    /// is slower than the baseline's slowest): slower beyond the run-to-run spread.
-    Slower,
-    /// Every run of the target took less time than every run of the baseline.
-    Faster,
-    /// The two ranges (min–max over the runs) overlap: the difference is within the spread.
-    WithinSpread,
-    /// Fewer than 2 runs of the one or the other were counted, so there is no spread to judge
-    /// by (or a figure is missing).
-    NotJudged,
-}
-
-impl Standing {
-    /// The mark the summary tables put after a ratio: ▲ slower, ▼ faster, ~ within the
-    /// spread, nothing when not judged.
-    pub fn mark(self) -> &'static str {
-        match self {
-            Standing::Slower => " ▲",
-            Standing::Faster => " ▼",
-            Standing::WithinSpread => " ~",
-            Standing::NotJudged => "",
-        }
+/// A cell's total elapsed per round (run k at index k − 1): the runs that succeeded, or the
+/// modelled runs of a profile.
+pub fn round_totals(cell: &Cell, source: Source<'_>) -> Vec<Option<f64>> {
+    match source {
+        Source::Measured => cell
+            .runs
+            .iter()
+            .map(|r| match r {
+                Run::Ok(r) => Some(r.total_elapsed_ns as f64),
+                _ => None,
+            })
+            .collect(),
+        Source::Modelled(p) => cell
+            .models
+            .get(p)
+            .map(|v| {
+                v.iter()
+                    .map(|m| m.as_ref().map(|m| m.report.total_elapsed_ns as f64))
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
-/// How `target`'s runs stand against `base`'s (see [`Standing`]).
-pub fn standing(target: &[&RunReport], base: &[&RunReport]) -> Standing {
-    if target.len() < 2 || base.len() < 2 {
-        return Standing::NotJudged;
-    }
-    let (Some((_, t_min, t_max)), Some((_, b_min, b_max))) =
-        (figures(target).total, figures(base).total)
-    else {
-        return Standing::NotJudged;
+/// A target judged against the baseline on one workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    /// The ratio and its interval.
+    pub interval: Interval,
+    /// The verdict on it.
+    pub judgement: Judgement,
+}
+
+/// The judgements of one source (measured, or one profile's modelled runs) over a report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgements {
+    /// `cells[w][t]`: `None` for the baseline and where fewer than 2 rounds pair.
+    pub cells: Vec<Vec<Option<Judged>>>,
+    /// The comparisons judged (the family the intervals are simultaneous over).
+    pub comparisons: usize,
+    /// The confidence of each interval.
+    pub confidence: f64,
+}
+
+/// Every target against the baseline, per workload (see [`stats`] for the method): the
+/// intervals are simultaneous over all the comparisons of `source` in the report.
+pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
+    let Some(b) = cmp.baseline() else {
+        return Judgements {
+            cells: vec![Vec::new(); cmp.workloads.len()],
+            comparisons: 0,
+            confidence: stats::confidence(1),
+        };
     };
-    if t_min > b_max {
-        Standing::Slower
-    } else if t_max < b_min {
-        Standing::Faster
-    } else {
-        Standing::WithinSpread
+    let totals: Vec<Vec<Vec<Option<f64>>>> = cmp
+        .cells
+        .iter()
+        .map(|row| row.iter().map(|c| round_totals(c, source)).collect())
+        .collect();
+    // First the family: the comparisons with at least 2 paired rounds.
+    let paired = |w: usize, t: usize| {
+        totals[w][t]
+            .iter()
+            .zip(&totals[w][b])
+            .filter(|(x, y)| x.is_some() && y.is_some())
+            .count()
+    };
+    let comparisons = (0..cmp.workloads.len())
+        .flat_map(|w| (0..cmp.targets.len()).map(move |t| (w, t)))
+        .filter(|&(w, t)| t != b && paired(w, t) >= 2)
+        .count();
+    let confidence = stats::confidence(comparisons);
+    let cells = (0..cmp.workloads.len())
+        .map(|w| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if t == b {
+                        return None;
+                    }
+                    let interval =
+                        stats::paired_interval(&totals[w][t], &totals[w][b], confidence)?;
+                    Some(Judged {
+                        interval,
+                        judgement: stats::judge(&interval),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    Judgements {
+        cells,
+        comparisons,
+        confidence,
     }
 }
 
-/// The verdict on workload `w`: one sentence naming the targets slower or faster than the
-/// baseline beyond the run-to-run spread (with their median ratio), those within it, and
-/// those not judged.
+/// `1.42× [1.30–1.55]`, or `1.42×` without an interval.
+fn ratio_with_interval(r: f64, i: Option<&Interval>) -> String {
+    match i {
+        Some(i) => format!(
+            "{}× [{}–{}]",
+            format::ratio(Some(r)),
+            format::ratio(Some(i.low)),
+            format::ratio(Some(i.high))
+        ),
+        None => format!("{}×", format::ratio(Some(r))),
+    }
+}
+
+/// The verdict on workload `w`: one sentence naming the targets found slower or faster than
+/// the baseline (with the ratio and its interval), those within ±5 %, those where no
+/// difference was found, and those not judged. With `variants`, after each target the range
+/// of its ratio across those profiles' modelled runs.
 pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> String {
+    verdict_sentence_with(cmp, w, source, &judgements(cmp, source), None)
+}
+
+fn verdict_sentence_with(
+    cmp: &Comparison,
+    w: usize,
+    source: Source<'_>,
+    judged: &Judgements,
+    variants: Option<&[&Profile]>,
+) -> String {
     let name = md(&cmp.workloads[w]);
     let Some(b) = cmp.baseline() else {
         return format!("**{name}**: no targets.");
     };
     let base = md(&cmp.targets[b]);
     let ratios = ratio_matrix(cmp, source);
-    let base_runs = source.reports(&cmp.cells[w][b]);
-    let (mut slower, mut faster, mut within, mut unjudged, mut no_runs) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut slower, mut faster, mut equal, mut undecided, mut unjudged, mut no_runs) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     for (t, target) in cmp.targets.iter().enumerate() {
         if t == b {
             continue;
         }
-        let runs = source.reports(&cmp.cells[w][t]);
-        if runs.is_empty() {
+        if source.reports(&cmp.cells[w][t]).is_empty() {
             // Named apart: in the list of ratios a bare name would read as the next one's.
             no_runs.push(md(target));
             continue;
         }
-        let r = ratios[w][t];
-        let named = match r {
-            Some(r) => format!("{} {}×", md(target), format::ratio(Some(r))),
-            None => md(target),
+        let shipped = variants.and_then(|v| v.first()).map(|p| p.id.as_str());
+        let label = |id: &str| match shipped {
+            Some(s) if id == s => "shipped".to_string(),
+            Some(s) => md(id
+                .strip_prefix(s)
+                .and_then(|x| x.strip_prefix('-'))
+                .unwrap_or(id)),
+            None => md(id),
         };
-        match (standing(&runs, &base_runs), r) {
-            (Standing::Slower, Some(r)) => slower.push((r, named)),
-            (Standing::Faster, Some(r)) => faster.push((r, named)),
-            (Standing::WithinSpread, _) => within.push(md(target)),
-            (_, r) => unjudged.push((r.unwrap_or(f64::NAN), named)),
+        let range = variants
+            .and_then(|v| variant_range(cmp, w, t, v))
+            .filter(|(lo, _, hi, _)| hi - lo >= 0.01)
+            .map(|(lo, lo_p, hi, hi_p)| {
+                format!(
+                    " (rule sets {}× {} – {}× {})",
+                    format::ratio(Some(lo)),
+                    label(lo_p),
+                    format::ratio(Some(hi)),
+                    label(hi_p)
+                )
+            })
+            .unwrap_or_default();
+        match judged.cells[w][t] {
+            Some(j) => {
+                let text = format!(
+                    "{} {}{range}",
+                    md(target),
+                    ratio_with_interval(j.interval.ratio, Some(&j.interval))
+                );
+                let entry = (j.interval.ratio, text);
+                match j.judgement {
+                    Judgement::Slower => slower.push(entry),
+                    Judgement::Faster => faster.push(entry),
+                    Judgement::Equal => equal.push(entry),
+                    Judgement::Undecided => undecided.push(entry),
+                }
+            }
+            None => {
+                let r = ratios[w][t];
+                let text = match r {
+                    Some(r) => format!("{} {}{range}", md(target), ratio_with_interval(r, None)),
+                    None => md(target),
+                };
+                unjudged.push((r.unwrap_or(f64::NAN), text));
+            }
         }
     }
     slower.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -263,28 +376,23 @@ pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> Strin
     let list = |v: Vec<(f64, String)>| v.into_iter().map(|x| x.1).collect::<Vec<_>>().join(", ");
     let mut parts = Vec::new();
     if !slower.is_empty() {
-        parts.push(format!(
-            "slower than {base} beyond the run-to-run spread: {}",
-            list(slower)
-        ));
+        parts.push(format!("slower than {base}: {}", list(slower)));
     }
     if !faster.is_empty() {
-        parts.push(format!(
-            "faster than {base} beyond the spread: {}",
-            list(faster)
-        ));
+        parts.push(format!("faster than {base}: {}", list(faster)));
     }
-    if parts.is_empty() && !within.is_empty() {
-        parts.push(format!(
-            "no target differs from {base} beyond the run-to-run spread"
-        ));
+    if !equal.is_empty() {
+        parts.push(format!("within ±5 % of {base}: {}", list(equal)));
     }
-    if !within.is_empty() {
-        parts.push(format!("within the spread: {}", within.join(", ")));
+    if !undecided.is_empty() {
+        parts.push(format!(
+            "no difference from {base} found at this resolution: {}",
+            list(undecided)
+        ));
     }
     if !unjudged.is_empty() {
         parts.push(format!(
-            "not judged, with fewer than 2 runs of it or of {base}: {}",
+            "not judged, with fewer than 2 rounds of it and {base}: {}",
             list(unjudged)
         ));
     }
@@ -297,6 +405,353 @@ pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> Strin
     format!("**{name}**: {}.", parts.join("; "))
 }
 
+/// The drive-model profiles that are rule sets of one drive: the shipped one and all of them
+/// (it first). `compare.json`'s `variants` where it names profiles the directory has; else
+/// every profile but a `-4kn` one, `st1000dm003` first where present. `None` without
+/// modelled runs.
+pub fn model_variants(cmp: &Comparison) -> Option<(&Profile, Vec<&Profile>)> {
+    let by_id = |id: &str| cmp.profiles.iter().find(|p| p.id == id);
+    let listed: Vec<&Profile> = cmp
+        .meta
+        .variants
+        .iter()
+        .flatten()
+        .filter_map(|id| by_id(id))
+        .collect();
+    let mut all = if listed.is_empty() {
+        cmp.profiles
+            .iter()
+            .filter(|p| !p.id.ends_with("-4kn"))
+            .collect()
+    } else {
+        listed
+    };
+    if cmp.meta.variants.is_none() {
+        if let Some(i) = all.iter().position(|p| p.id == "st1000dm003") {
+            let p = all.remove(i);
+            all.insert(0, p);
+        }
+    }
+    let shipped = *all.first()?;
+    Some((shipped, all))
+}
+
+/// The lowest and highest of target `t`'s modelled ratio on workload `w` across `variants`,
+/// with the profiles they come from; `None` with fewer than 2 variants having it.
+fn variant_range<'a>(
+    cmp: &Comparison,
+    w: usize,
+    t: usize,
+    variants: &[&'a Profile],
+) -> Option<(f64, &'a str, f64, &'a str)> {
+    let figures: Vec<(f64, &str)> = variants
+        .iter()
+        .filter_map(|p| {
+            Some((
+                ratio_matrix(cmp, Source::Modelled(&p.id))[w][t]?,
+                p.id.as_str(),
+            ))
+        })
+        .collect();
+    if figures.len() < 2 {
+        return None;
+    }
+    let lo = figures.iter().min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let hi = figures.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some((lo.0, lo.1, hi.0, hi.1))
+}
+
+/// The dots of a ratio plot: per workload and target its ratio (the judged interval's where
+/// judged, else the ratio of medians), its interval, and with `variants` the range across
+/// them.
+pub fn ratio_dots(
+    cmp: &Comparison,
+    source: Source<'_>,
+    variants: Option<&[&Profile]>,
+) -> Vec<Vec<Option<Dot>>> {
+    let judged = judgements(cmp, source);
+    let ratios = ratio_matrix(cmp, source);
+    (0..cmp.workloads.len())
+        .map(|w| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if Some(t) == cmp.baseline() {
+                        return None;
+                    }
+                    let j = judged.cells[w][t];
+                    let ratio = j.map(|j| j.interval.ratio).or(ratios[w][t])?;
+                    Some(Dot {
+                        ratio,
+                        interval: j.map(|j| (j.interval.low, j.interval.high)),
+                        range: variants
+                            .and_then(|v| variant_range(cmp, w, t, v))
+                            .map(|(lo, _, hi, _)| (lo, hi)),
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// What a plot's bars are: `bars: 95 % simultaneous intervals (N comparisons)`.
+pub fn interval_note(cmp: &Comparison, source: Source<'_>) -> String {
+    let j = judgements(cmp, source);
+    if j.comparisons == 0 {
+        "no intervals: fewer than 2 rounds".to_string()
+    } else {
+        format!("bars: intervals, 95 % over all {} together", j.comparisons)
+    }
+}
+
+/// The device in a few words: `the loop device`, `the emulated drive (st1000dm003)`, or as
+/// compare.json names it.
+fn device_words(cmp: &Comparison) -> String {
+    let device = cmp.meta.device.as_deref().unwrap_or("");
+    if let Some(i) = device.find("hddsim emulate --profile ") {
+        let rest = &device[i + "hddsim emulate --profile ".len()..];
+        let profile = rest
+            .split(|c: char| c.is_whitespace() || c == ':' || c == ')')
+            .next()
+            .unwrap_or("");
+        format!(
+            "the emulated drive (`hddsim emulate --profile {}`)",
+            md(profile)
+        )
+    } else if device.contains("loop device") {
+        "the loop device".to_string()
+    } else if device.is_empty() {
+        "the device the runs used".to_string()
+    } else {
+        md(device)
+    }
+}
+
+/// What the measured verdict measures and what it does not, in two sentences.
+fn measured_scope(cmp: &Comparison) -> String {
+    let device = cmp.meta.device.as_deref().unwrap_or("");
+    if device.contains("hddsim emulate") {
+        "It measures the host's real behaviour (Cannyls, the filesystem, the page cache, the \
+         kernel's block layer) against the drive model in real time: every reply waits for the \
+         modelled completion. It is only as right as the model (docs/HDD-MODEL.md) and its rule \
+         set, and it adds the emulator's own time per request (`emulation-check.md`)."
+            .to_string()
+    } else if device.contains("loop device") {
+        "It measures Cannyls' and the kernel's CPU and I/O paths on a loop device over an image \
+         file on this machine: what the targets cost in software. It does not measure a \
+         spinning drive — no seeks, no rotation, no 512e read-modify-write; a flush is an \
+         `fsync` of the image on the host."
+            .to_string()
+    } else {
+        "It measures the runs on that device.".to_string()
+    }
+}
+
+/// Per target, the Cannyls block size its runs used (from the run reports), `minfs 4096,
+/// ext4 512, …`; `None` when no run says.
+fn block_sizes(cmp: &Comparison) -> Option<String> {
+    let parts: Vec<String> = cmp
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(t, name)| {
+            let sizes: Vec<u32> = cmp
+                .cells
+                .iter()
+                .flat_map(|row| row[t].ok())
+                .map(|r| r.info.block_size)
+                .collect();
+            let first = *sizes.first()?;
+            Some(if sizes.iter().all(|&s| s == first) {
+                format!("{} {first}", md(name))
+            } else {
+                format!("{} mixed", md(name))
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Puts in a run report: the count of its `Put(…)` kinds.
+fn puts(r: &RunReport) -> u64 {
+    r.kinds
+        .iter()
+        .filter(|k| k.kind.starts_with("Put("))
+        .map(|k| k.count)
+        .sum()
+}
+
+/// "What needs no model": per workload and target, the writes that re-open a 4 KiB sector
+/// per put, counted from the block trace (median over the runs that have it). Empty when no
+/// trace count is there.
+fn reopen_table(cmp: &Comparison, profile: &str) -> String {
+    let mut rows = Vec::new();
+    for (w, name) in cmp.workloads.iter().enumerate() {
+        let cells: Vec<String> = cmp
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(t, _)| {
+                let per: Vec<f64> = cmp.cells[w][t]
+                    .modelled(profile)
+                    .iter()
+                    .filter_map(|m| {
+                        let n = puts(&m.report);
+                        Some(m.model.work.reopen_writes? as f64 / n.max(1) as f64)
+                    })
+                    .collect();
+                format::median(&per).map_or_else(|| "—".to_string(), |x| format!("{x:.2}"))
+            })
+            .collect();
+        if cells.iter().any(|c| c != "—") {
+            rows.push((md(name), cells));
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "Re-opening writes per put, counted from the block traces alone (a write that starts \
+         inside the 4 KiB sector just below the previous write's 4 KiB-aligned end: the next \
+         put landing in the zeros a filesystem padded the last one with); on a 512e drive each \
+         is a physical sector written twice or read back:\n\n| Workload |",
+    );
+    for t in &cmp.targets {
+        let _ = write!(out, " {} |", md(t));
+    }
+    out.push_str("\n| --- |");
+    for _ in &cmp.targets {
+        out.push_str(" ---: |");
+    }
+    out.push('\n');
+    for (name, cells) in rows {
+        let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+    out
+}
+
+/// The method in one paragraph, for `judged`.
+fn method_line(judged: &Judgements, base: &str) -> String {
+    if judged.comparisons == 0 {
+        return format!(
+            "Not judged: with fewer than 2 rounds of a target and {base} there is no spread to \
+             judge by (N× is the ratio of medians)."
+        );
+    }
+    format!(
+        "N× is the geometric mean over the rounds of a target's total elapsed / {base}'s in the \
+         same round; [low–high] its confidence interval (Student's t on the logarithms of the \
+         per-round ratios, each interval at {:.2} %, so that all {} comparisons hold together \
+         at 95 %: Bonferroni). Slower or faster: the interval lies above or below 1; within \
+         ±5 %: it lies inside 0.952–1.05; otherwise no difference was found at this \
+         resolution. Method and sources: `bencher-workloads/src/compare/stats.rs`.",
+        judged.confidence * 100.0,
+        judged.comparisons
+    )
+}
+
+/// The `## Summary` section a reader can stop after: the measured verdict and, where the runs
+/// were traced, the modelled drive's verdict with the range across the model's rule sets,
+/// each with what it measures and what it does not.
+pub fn verdict(cmp: &Comparison) -> String {
+    let (base, _) = baseline_words(cmp);
+    let base = md(&base);
+    let mut out = String::from("## Summary\n\n");
+    if cmp.targets.is_empty() || cmp.workloads.is_empty() {
+        out.push_str("No runs found under `runs/`.\n\n");
+        return out;
+    }
+    let files = plot_files(cmp);
+    let _ = writeln!(
+        out,
+        "### Measured on {}\n\nPer workload, each target's total elapsed against {base}'s:\n",
+        device_words(cmp)
+    );
+    let judged = judgements(cmp, Source::Measured);
+    for w in 0..cmp.workloads.len() {
+        let _ = writeln!(
+            out,
+            "- {}",
+            verdict_sentence_with(cmp, w, Source::Measured, &judged, None)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} {}\n\n![measured ratios]({})\n",
+        method_line(&judged, &base),
+        measured_scope(cmp),
+        png_name(&files.ratios)
+    );
+    if let Some((shipped, variants)) = model_variants(cmp) {
+        let source = Source::Modelled(&shipped.id);
+        let _ = writeln!(
+            out,
+            "### Modelled on the drive: {} (`{}`)\n",
+            md(&shipped.name),
+            md(&shipped.id)
+        );
+        if let Some(sizes) = block_sizes(cmp) {
+            let _ = writeln!(
+                out,
+                "What needs no model: each target's Cannyls block size ({sizes}), and\n"
+            );
+        }
+        out.push_str(&reopen_table(cmp, &shipped.id));
+        let others: Vec<String> = variants[1..]
+            .iter()
+            .map(|p| format!("`{}`", md(&p.id)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "The same runs' block requests replayed through the drive model of \
+             docs/HDD-MODEL.md under its shipped rules (`{}`){}:\n",
+            md(&shipped.id),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", with the lowest and highest ratio across its rule sets (`{}` and {})",
+                    md(&shipped.id),
+                    others.join(", ")
+                )
+            }
+        );
+        let judged = judgements(cmp, source);
+        let variants_opt = (variants.len() > 1).then_some(&variants[..]);
+        for w in 0..cmp.workloads.len() {
+            let _ = writeln!(
+                out,
+                "- {}",
+                verdict_sentence_with(cmp, w, source, &judged, variants_opt)
+            );
+        }
+        let scope = if cmp
+            .meta
+            .device
+            .as_deref()
+            .unwrap_or("")
+            .contains("hddsim emulate")
+        {
+            "The replay keeps the host's timing as measured on the emulated drive, so it agrees \
+             with the measured verdict under the emulated rule set; under the other rule sets it \
+             shows what the same requests would cost, not how the host would have reacted \
+             (only an emulated run shows that)."
+        } else {
+            "It models a spinning drive's seeks, rotation, cache and 512e read-modify-writes for \
+             the requests the runs really issued, with the host's timing as measured here: where \
+             the drive would have made the host wait longer, the replay understates it (an \
+             emulated run, `--device emulated`, shows that). The rule sets bracket what the \
+             sources allow; none is fitted to a measurement."
+        };
+        let _ = writeln!(out, "\n{} {scope}\n", method_line(&judged, &base));
+        if let Some(file) = &files.modelled {
+            let _ = writeln!(out, "![modelled ratios]({})\n", png_name(file));
+        }
+    }
+    out
+}
+
+/// What the measured tables are, what the modelled ones are, and why they may disagree,
 /// What the measured tables are, what the modelled ones are, and why they may disagree,
 /// from the device compare.sh described.
 fn measured_vs_modelled(cmp: &Comparison) -> String {
@@ -350,35 +805,9 @@ fn measured_vs_modelled(cmp: &Comparison) -> String {
     measured + &modelled
 }
 
-/// The `## Verdict` section: per workload, [`verdict_sentence`] on the measured runs, and
-/// which tables are measured and which modelled.
-pub fn verdict(cmp: &Comparison) -> String {
-    let (base, _) = baseline_words(cmp);
-    let base = md(&base);
-    let mut out = String::from("## Verdict\n\n");
-    if cmp.targets.is_empty() || cmp.workloads.is_empty() {
-        out.push_str("No runs found under `runs/`.\n\n");
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "Per workload, on the measured runs: a target is slower (or faster) than {base} \
-         **beyond the run-to-run spread** when its fastest run was slower than {base}'s \
-         slowest (or its slowest faster than {base}'s fastest); N× is its median total \
-         elapsed / {base}'s. Overlapping ranges are within the spread, and with fewer than 2 \
-         runs there is no spread to judge by.\n"
-    );
-    for w in 0..cmp.workloads.len() {
-        let _ = writeln!(out, "- {}", verdict_sentence(cmp, w, Source::Measured));
-    }
-    out.push('\n');
-    out.push_str(&measured_vs_modelled(cmp));
-    out.push_str("\n\n");
-    out
-}
-
 fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
     let ratios = ratio_matrix(cmp, source);
+    let judged = judgements(cmp, source);
     let base = cmp.baseline();
     out.push_str("| Workload |");
     for t in &cmp.targets {
@@ -399,11 +828,8 @@ fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
             } else {
                 format::ratio(*r)
             };
-            if let (Some(b), Some(_)) = (base, r) {
-                if b != t {
-                    let base_runs = source.reports(&cmp.cells[w][b]);
-                    text.push_str(standing(&source.reports(cell), &base_runs).mark());
-                }
+            if let Some(j) = judged.cells[w][t] {
+                text.push_str(j.judgement.mark());
             }
             if r.is_some() && counted < cmp.runs {
                 let _ = write!(text, " ({counted}/{} runs)", cmp.runs);
@@ -416,9 +842,9 @@ fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
         let base = md(&cmp.targets[b]);
         let _ = writeln!(
             out,
-            "\n▲ slower, ▼ faster than {base} beyond the run-to-run spread (every run of the \
-             target slower, or faster, than every run of {base}); ~ within the spread (the \
-             min–max ranges overlap); no mark: fewer than 2 runs to judge by."
+            "\nRatio of medians. ▲ slower, ▼ faster than {base} (the interval of the ratio lies \
+             above or below 1), = within ±5 % of {base}, ~ no difference found; no mark: fewer \
+             than 2 rounds to judge by (the Summary gives the intervals and the method)."
         );
     }
     out.push('\n');
@@ -503,6 +929,8 @@ fn definitions(out: &mut String, cmp: &Comparison) {
          median over runs of that run's value (percentiles from an HDR histogram with 3 \
          significant digits). Times are shown with 3 significant digits.\n\n",
     );
+    out.push_str(&measured_vs_modelled(cmp));
+    out.push_str("\n\n");
 }
 
 fn measured_workload(out: &mut String, cmp: &Comparison, w: usize, cdf: Option<&str>) {
@@ -724,7 +1152,7 @@ fn write_hits_table(out: &mut String, cmp: &Comparison, w: usize, profile: &str)
     }
 }
 
-fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str) {
+fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Option<&str>) {
     let source = Source::Modelled(&p.id);
     let (base, _) = baseline_words(cmp);
     let _ = writeln!(out, "# Modelled on {}\n", md(&p.name));
@@ -742,10 +1170,13 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: &str)
     );
     out.push_str("## Summary: ratio of modelled total elapsed\n\n");
     summary_table(out, cmp, source);
-    let _ = writeln!(
-        out,
-        "Measured vs modelled ratios: [{plot}]({plot})\n\n![measured vs modelled ratios]({plot})\n"
-    );
+    if let Some(plot) = plot {
+        let _ = writeln!(
+            out,
+            "The modelled ratios of the shipped rule set, with the range across the rule \
+             sets: [{plot}]({plot})\n"
+        );
+    }
     let ratios = ratio_matrix(cmp, source);
     let base_idx = cmp.baseline();
     for (w, name) in cmp.workloads.iter().enumerate() {
@@ -817,15 +1248,16 @@ pub fn markdown(cmp: &Comparison) -> String {
         summary_table(&mut out, cmp, Source::Measured);
         let _ = writeln!(
             out,
-            "Ratios by workload: [{0}]({0})\n\n![ratios]({0})\n",
-            files.ratios
+            "Ratios by workload, with their intervals: [{0}]({0}) (and [PNG]({1}))\n",
+            files.ratios,
+            png_name(&files.ratios)
         );
     }
     for w in 0..cmp.workloads.len() {
         measured_workload(&mut out, cmp, w, files.cdf[w].as_deref());
     }
-    for (p, plot) in cmp.profiles.iter().zip(&files.modelled) {
-        modelled_section(&mut out, cmp, p, plot);
+    for p in &cmp.profiles {
+        modelled_section(&mut out, cmp, p, files.modelled.as_deref());
     }
     // One trailing newline.
     while out.ends_with("\n\n") {
