@@ -183,7 +183,8 @@ emulated=""
 case $device in
   emulated) emulated=st1000dm003; device="" ;;
   emulated:*) emulated=${device#emulated:}; device=""
-    [[ $emulated =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "--device emulated:PROFILE: bad profile name '$emulated'" ;;
+    [[ $emulated =~ ^[A-Za-z0-9._-]+(\+[A-Za-z0-9_]+=[A-Za-z0-9._-]+(,[A-Za-z0-9_]+=[A-Za-z0-9._-]+)*)?$ ]] \
+      || usage_error "--device emulated:PROFILE: bad profile '$emulated' (a name, or NAME+PARAM=VALUE[,PARAM=VALUE…])" ;;
 esac
 [ "$drive_queue" = 0 ] || [ -n "$emulated" ] || usage_error "--drive-queue needs --device emulated[:PROFILE]"
 if [ "$whole_drive" = 1 ]; then
@@ -307,6 +308,7 @@ cleanup() {
   local rc=$?
   set +e
   trap - EXIT INT TERM
+  restore_max_pages
   if [ -n "$mnt" ] && mountpoint -q "$mnt"; then
     if [ "$fuse_mounted" = 1 ]; then "$minfs" umount "$mnt" || umount -l "$mnt"; else umount "$mnt" || umount -l "$mnt"; fi
   fi
@@ -334,13 +336,33 @@ cleanup() {
 trap cleanup EXIT
 trap 'interrupted=1; exit 130' INT TERM
 
+# fs.fuse.max_pages_limit: `hddsim emulate` and `minfs mount` raise it (so that a Cannyls lump
+# is one FUSE request); it is read when a FUSE connection starts, so once this run's mounts
+# are gone it is put back to what it was before the run.
+max_pages_path=/proc/sys/fs/fuse/max_pages_limit
+max_pages_before=$(cat "$max_pages_path" 2>/dev/null || true)
+restore_max_pages() {
+  [ -n "$max_pages_before" ] && [ -w "$max_pages_path" ] || return 0
+  local now
+  now=$(cat "$max_pages_path" 2>/dev/null || true)
+  if [ -n "$now" ] && [ "$now" != "$max_pages_before" ]; then
+    echo "$max_pages_before" >"$max_pages_path" \
+      && say "put fs.fuse.max_pages_limit back from $now to $max_pages_before"
+  fi
+}
+
 # ---------------------------------------------------------------- the device
-size_bytes() { # "8G" → bytes (K/M/G/T powers of 1024)
-  local v=${1^^}
-  [[ $v =~ ^([0-9]+)([KMGT]?)I?B?$ ]] || usage_error "size '$1' is not like 512M or 8G"
-  local n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]}
-  case $u in K) n=$((n << 10)) ;; M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; T) n=$((n << 40)) ;; esac
-  echo "$n"
+size_bytes() { # "8G" → bytes: K, M, G, T and KiB … TiB powers of 1024; KB … TB powers of 1000
+  local v=$1 n unit mult
+  [[ $v =~ ^([0-9]+)([KMGT]?|[KMGT]iB|[KMGT]B)$ ]] \
+    || usage_error "size '$1': a number with no unit (bytes) or one of K, M, G, T, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)"
+  n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+  case $unit in
+    "") mult=1 ;;
+    K|KiB) mult=$((1 << 10)) ;; M|MiB) mult=$((1 << 20)) ;; G|GiB) mult=$((1 << 30)) ;; T|TiB) mult=$((1 << 40)) ;;
+    KB) mult=1000 ;; MB) mult=1000000 ;; GB) mult=1000000000 ;; TB) mult=1000000000000 ;;
+  esac
+  echo $((n * mult))
 }
 
 # The largest capacity the workloads need (what minfs-bench run gives Cannyls by default).
@@ -502,8 +524,12 @@ if [ "$trace" = on ]; then
   done
 fi
 hdd_profiles=()
+hdd_variants=()
 if [ "$trace" = on ] && "$bench" hdd-replay --help >/dev/null 2>&1; then
-  hdd_profiles=(st1000dm003 st1000dm003-merge st1000dm003-4kn)
+  # The drive model's three rule sets (the shipped one first; docs/HDD-MODEL.md, "Write
+  # hits"), and the same drive as 4Kn.
+  hdd_variants=(st1000dm003 st1000dm003-write-first st1000dm003-merge)
+  hdd_profiles=("${hdd_variants[@]}" st1000dm003-4kn)
   if [ -n "$emulated" ] && [[ " ${hdd_profiles[*]} " != *" $emulated "* ]]; then
     hdd_profiles+=("$emulated")
   fi
@@ -532,7 +558,8 @@ json_list() { local first=1; printf '['; for x in "$@"; do [ $first = 1 ] || pri
   printf '  "content": "%s",\n' "$content"
   printf '  "order": "%s",\n' "$order"
   printf '  "trace": %s,\n' "$([ "$trace" = on ] && echo true || echo false)"
-  printf '  "profiles": %s\n' "$(json_list "${hdd_profiles[@]}")"
+  printf '  "profiles": %s,\n' "$(json_list "${hdd_profiles[@]}")"
+  printf '  "variants": %s\n' "$(json_list "${hdd_variants[@]}")"
   printf '}\n'
 } >"$out/compare.json"
 
@@ -826,6 +853,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| queue/max_sectors_kb | $(sysval "$queue/max_sectors_kb") |"
   echo "| queue/nr_requests | $(sysval "$queue/nr_requests") |"
   echo "| queue/max_segments, max_segment_size | $(sysval "$queue/max_segments"), $(sysval "$queue/max_segment_size") (a request of more scattered pages than max_segments is split: a 1 MiB buffer of 4 KiB pages is 256) |"
+  echo "| fs.fuse.max_pages_limit | ${max_pages_before:-absent} before the run; \`hddsim emulate\` and \`minfs mount\` raise it for their mounts (a Cannyls lump is then one FUSE request); put back to ${max_pages_before:-it} when the run ends |"
   echo "| transparent huge pages | $(sysval /sys/kernel/mm/transparent_hugepage/enabled) (\`minfs mount\` keeps its buffers on huge pages unless \`never\`; Cannyls' own buffers are the allocator's 4 KiB pages) |"
   echo "| workloads | ${workload_names[*]} |"
   echo "| targets | ${target_list[*]} |"
@@ -850,7 +878,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   fi
   echo "| capacity | minfs-bench's default per workload and block size (1.5 × peak live data + journal; a target at 4096 gets more than one at 512 where lumps round up); largest $((max_capacity >> 20)) MiB |"
   echo "| block trace | $trace$([ "$trace" = on ] && echo " (tracefs instance, trace_clock mono, block_rq_issue/complete filtered to dev $devnum)") |"
-  echo "| HDD model profiles | ${hdd_profiles[*]:-none} |"
+  echo "| HDD model profiles | ${hdd_profiles[*]:-none} (the rule sets of one drive, shipped first: ${hdd_variants[*]:-none}) |"
   echo "| git revision | $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo n/a)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)') |"
   echo
   echo "## Tools"
@@ -942,10 +970,11 @@ if [ "$compress" = 1 ]; then
 fi
 say "done: $out/report.md ($failures failures)"
 if [ -f "$out/report.md" ]; then
-  # The report's verdict: per workload, the targets slower or faster than minfs beyond the
-  # run-to-run spread, measured on this device.
+  # The report's summary: the verdict measured on this device and, where traced, the modelled
+  # drive's, each with what it measures (report.md's first section).
   echo
-  echo "Verdict (measured on $dev; what is modelled and why it may differ: $out/report.md):"
-  awk '/^## Verdict$/ { on = 1; next } on && /^## / { on = 0 } on && /^- / { gsub(/\*\*/, ""); print }' "$out/report.md"
+  awk '/^## Summary$/ { on = 1; next } on && /^## / { exit } on && !/^!\[/ { gsub(/\*\*/, ""); print }' "$out/report.md" |
+    cat -s
+  echo "Details, tables and plots: $out/report.md"
 fi
 [ "$failures" = 0 ] || exit 1
