@@ -15,6 +15,8 @@ mod cat;
 mod completions;
 mod create;
 mod fsck;
+#[cfg(feature = "fuse")]
+mod helpers;
 mod info;
 mod ls;
 mod manual;
@@ -26,6 +28,8 @@ mod rm;
 mod umount;
 mod write;
 
+#[cfg(feature = "fuse")]
+pub use helpers::{Helper, HELPERS};
 pub use manual::{command, exit_statuses};
 
 /// Exit code of a failed command (other than fsck).
@@ -71,12 +75,14 @@ enum Command {
     /// file with its size and extents. --json prints one JSON object. The target is opened
     /// read-only, so this works while another process has it open read-write.
     Info(info::Args),
-    /// Check (and with -y repair) both metadata slots and the extents.
+    /// Check (and with -y or -p repair) both metadata slots and the extents.
     ///
     /// Reads both metadata slots and checks their checksums and generations, and that the files'
     /// extents lie in the data area, overlap nowhere and agree with the free-block count. -n (the
     /// default) changes nothing and opens the target read-only; -y copies the newest valid slot
-    /// over a damaged or stale one. The exit status is e2fsck's.
+    /// over a damaged or stale one; -p (or -a, preen: what the boot-time check passes) repairs
+    /// only what is safe unattended and otherwise writes nothing and exits 4. fsck(8) runs this
+    /// as fsck.minfs. The options and the exit status are e2fsck's.
     Fsck(fsck::Args),
     /// List the files.
     ///
@@ -162,6 +168,10 @@ pub fn main() -> ExitCode {
 /// Runs `minfs` with `args` (the first is the program name).
 pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
+    #[cfg(feature = "fuse")]
+    if let Some(code) = helpers::dispatch(&args) {
+        return code;
+    }
     let is_fsck = args.get(1).is_some_and(|a| a == "fsck");
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
