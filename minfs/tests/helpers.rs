@@ -383,6 +383,24 @@ fn mount_helper_refuses_unknown_options_by_name() {
         &["-f", "-v", s(&img), s(&dir), "-o", "nofail"],
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("options without effect: nofail"));
+    // nofail: a device that does not exist is not an error, and nothing is mounted; without
+    // it, it is.
+    let gone = h.path("by-id-gone");
+    std::os::unix::fs::symlink("/dev/minfs-test-no-such-disk", &gone).unwrap();
+    let out = h.run("mount.minfs", &[s(&gone), s(&dir), "-o", "defaults,nofail"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        text(&out)
+    );
+    let out = h.run("mount.minfs", &[s(&gone), s(&dir), "-o", "defaults"]);
+    assert_eq!(out.status.code(), Some(32), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("by-id-gone"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// umount.fuse.minfs on something that is not a minfs mount refuses with umount(8)'s "umount

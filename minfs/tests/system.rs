@@ -151,11 +151,16 @@ fn fstab_lines_work_with_mount_fsck_and_umount() {
         .unwrap();
     let base = dir.path().canonicalize().unwrap();
     let (_lock, mut links) = install_helpers();
-    let (m1, m2, m3) = (base.join("m1"), base.join("m2"), base.join("m3"));
-    for m in [&m1, &m2, &m3] {
+    let (m1, m2, m3, m4) = (
+        base.join("m1"),
+        base.join("m2"),
+        base.join("m3"),
+        base.join("m4"),
+    );
+    for m in [&m1, &m2, &m3, &m4] {
         std::fs::create_dir(m).unwrap();
     }
-    let _unmount = Unmount(vec![m1.clone(), m2.clone(), m3.clone()]);
+    let _unmount = Unmount(vec![m1.clone(), m2.clone(), m3.clone(), m4.clone()]);
 
     // mkfs -t minfs refuses a device holding ext4, which stays; -f overwrites it.
     testutil::mkfs_ext4(dev.path()).unwrap();
@@ -190,7 +195,10 @@ fn fstab_lines_work_with_mount_fsck_and_umount() {
             "# minfs test fstab\n\
              {by_id} {m1} minfs defaults,noatime,nofail,x-systemd.device-timeout=5s 0 2\n\
              {img} {m2} fuse.minfs defaults,_netdev 0 2\n\
-             LABEL=disk0 {m3} minfs defaults,noauto 0 0\n",
+             LABEL=disk0 {m3} minfs defaults,noauto 0 0\n\
+             {base}/by-id-absent {m4} minfs defaults,nofail 0 2\n",
+            base = base.display(),
+            m4 = m4.display(),
             by_id = by_id.display(),
             m1 = m1.display(),
             img = img.display(),
@@ -211,7 +219,12 @@ fn fstab_lines_work_with_mount_fsck_and_umount() {
     assert!(opts.split(',').any(|o| o == "noatime"), "{opts}");
     let (src, fstype, _) = findmnt(&m2).pop().expect("m2 mounted");
     assert_eq!((src.as_str(), fstype.as_str()), (s(&img), "fuse.minfs"));
+    // Neither the noauto line nor the nofail line of a disk that is not there (not an error).
     assert!(findmnt(&m3).is_empty(), "the noauto line was mounted");
+    assert!(
+        findmnt(&m4).is_empty(),
+        "the absent disk's line was mounted"
+    );
     std::fs::write(m1.join("hello"), b"on the loop device").unwrap();
     std::fs::write(m2.join("hello"), b"on the image").unwrap();
     // Again: already mounted, nothing mounted twice.

@@ -203,8 +203,9 @@ struct MountHelper {
     #[arg(short = 'v')]
     verbose: bool,
     /// Mount options, comma-separated (as minfs mount -o). Honoured: ro, rw, noexec, exec,
-    /// noatime, atime, sync, async, dirsync, allow_other. Accepted without effect: mount(8)'s,
-    /// systemd's and mount.fuse's (defaults, [no]auto, nofail, _netdev, [no]user[s],
+    /// noatime, atime, sync, async, dirsync, allow_other, and nofail as mount(8) has it: a SPEC
+    /// that does not exist is not an error (exit 0, nothing mounted). Accepted without effect:
+    /// mount(8)'s, systemd's and mount.fuse's (defaults, [no]auto, _netdev, [no]user[s],
     /// [no]owner, [no]group, x-*, X-*, comment=, [no]dev, [no]suid, default_permissions) and
     /// the access-time ones ([no]relatime, [no]strictatime, [no]diratime, [no]lazytime). Any
     /// other is refused by name (exit 32), unless -s.
@@ -387,6 +388,17 @@ fn mount_main(name: &'static str, args: &[OsString]) -> u8 {
     };
     if h.verbose && !ignored.is_empty() {
         println!("{name}: options without effect: {}", ignored.join(","));
+    }
+    // nofail, as mount(8) has it for the filesystems it mounts itself: a device that does not
+    // exist is not an error (mount(8) leaves that to a helper: it returns the helper's status).
+    if ignored.iter().any(|o| o == "nofail") && !h.spec.exists() {
+        if h.verbose {
+            println!(
+                "{name}: {} does not exist; nofail: nothing mounted",
+                h.spec.display()
+            );
+        }
+        return mount_exit::OK;
     }
     // The options the server is given: the honoured ones, as the config holds them.
     let honoured: Vec<&str> = [
