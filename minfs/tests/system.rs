@@ -226,6 +226,17 @@ fn fstab_lines_work_with_mount_fsck_and_umount() {
         "the absent disk's line was mounted"
     );
     std::fs::write(m1.join("hello"), b"on the loop device").unwrap();
+    // Preen of a clean mounted target only reads: 0; -y is refused while mounted: 8.
+    let out = run(cmd("fsck.minfs").arg("-a").arg(dev.path()));
+    assert_eq!(out.status.code(), Some(0), "preen, mounted: {}", text(&out));
+    let out = run(cmd("fsck.minfs").arg("-y").arg(dev.path()));
+    assert_eq!(out.status.code(), Some(8), "-y, mounted: {}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("{}: device is busy", s(dev.path()))),
+        "{}",
+        text(&out)
+    );
     std::fs::write(m2.join("hello"), b"on the image").unwrap();
     // Again: already mounted, nothing mounted twice.
     let out = run(cmd("mount").arg("--fstab").arg(&fstab).arg("-a"));
