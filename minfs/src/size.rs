@@ -54,7 +54,7 @@ impl fmt::Display for SizeError {
             }
             SizeError::NotANumber { value } => write!(
                 f,
-                "invalid size {value:?}: not a number (digits, optionally with a fraction)"
+                "invalid size {value:?}: not a size (a number, optionally with a fraction)"
             )?,
             SizeError::UnknownUnit { value, unit } => {
                 write!(f, "invalid size {value:?}: unknown unit {unit:?}")?
@@ -62,9 +62,10 @@ impl fmt::Display for SizeError {
             SizeError::NotWhole { value } => {
                 write!(f, "invalid size {value:?}: not a whole number of bytes")?
             }
-            SizeError::TooLarge { value } => {
-                write!(f, "invalid size {value:?}: more than 2^64 - 1 bytes")?
-            }
+            SizeError::TooLarge { value } => write!(
+                f,
+                "invalid size {value:?}: too large (more than 2^64 - 1 bytes)"
+            )?,
         }
         write!(
             f,
@@ -192,14 +193,14 @@ mod tests {
     #[test]
     fn bad_sizes_are_named_with_every_unit() {
         for (text, says) in [
-            ("", "not a number"),
-            ("G", "not a number"),
+            ("", "not a size"),
+            ("G", "not a size"),
             ("-1G", "sizes are positive"),
             ("1X", "unknown unit \"X\""),
             ("1GIBS", "unknown unit \"GIBS\""),
             ("1Mi", "unknown unit \"Mi\""),
-            ("1.2.3K", "not a number"),
-            (".", "not a number"),
+            ("1.2.3K", "not a size"),
+            (".", "not a size"),
             ("0.1K", "not a whole number of bytes"),
             ("1.5", "not a whole number of bytes"),
             ("16E", "more than 2^64 - 1 bytes"),
