@@ -7,19 +7,28 @@ set -euo pipefail
 # man pages and completions from their clap definitions: docgen/src/lib.rs, PROGRAMS).
 BINS=(minfs minfs-bench minfs-cannyls hddsim)
 PACKAGES=(minfs bencher-workloads cannyls-adapter hddsim docgen)
+# The helpers mkfs(8), fsck(8), mount(8) and umount(8) run for type minfs (and fuse.minfs):
+# names of the minfs binary (minfs/src/cli/helpers.rs, HELPERS), installed as links to it.
+HELPERS=(mkfs.minfs fsck.minfs fsck.fuse.minfs mount.minfs mount.fuse.minfs umount.fuse.minfs)
 
 usage() {
   cat <<'EOF'
-Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--bin-dir DIR]
+Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--bin-dir DIR] [--sbin-dir DIR]
 
 Builds minfs, minfs-bench, minfs-cannyls and hddsim (cargo build --release) and installs:
   PREFIX/bin/                                    minfs, minfs-bench, minfs-cannyls, hddsim
+  SBIN/                                          mkfs.minfs, fsck.minfs, fsck.fuse.minfs,
+                                                 mount.minfs, mount.fuse.minfs,
+                                                 umount.fuse.minfs: links to PREFIX/bin/minfs,
+                                                 the helpers mkfs(8), fsck(8), mount(8) and
+                                                 umount(8) run for type minfs (docs/SYSTEM.md)
   PREFIX/share/man/man8/, man1/                  minfs(8), minfs-SUBCOMMAND(8),
                                                  minfs-cannyls(8), minfs-cannyls-SUBCOMMAND(8),
                                                  minfs-bench(1), minfs-bench-SUBCOMMAND(1),
                                                  hddsim(1), hddsim-SUBCOMMAND(1)
   PREFIX/share/hddsim/profiles/                  the drive profiles (hddsim, minfs-bench
                                                  hdd-replay; also built into the programs)
+  PREFIX/share/minfs-bench/workloads/            the shipped workloads (*.wl)
   PREFIX/share/bash-completion/completions/      bash completions
   PREFIX/share/zsh/site-functions/               zsh completions
   PREFIX/share/fish/vendor_completions.d/        fish completions
@@ -34,6 +43,11 @@ Options:
                   minfs-cannyls, hddsim and minfs-docgen) instead of building them, e.g.
                   target/release after cargo build --release -p minfs -p bencher-workloads
                   -p cannyls-adapter -p hddsim -p docgen
+  --sbin-dir DIR  where the helper links go, an absolute path (SBIN; default /sbin for
+                  --prefix /usr or /usr/local: mount(8) and umount(8) look for helpers in
+                  /sbin, /sbin/fs.d and /sbin/fs only; else PREFIX/sbin, which mount(8) does
+                  not search). A helper already there that is not a link to PREFIX/bin/minfs
+                  (the Debian package's) is refused, never replaced.
   -h, --help      this help
 
 Exit codes: 0 installed, 1 failure, 2 usage error.
@@ -49,24 +63,27 @@ die_usage() {
 prefix=/usr/local
 destdir=${DESTDIR:-}
 bin_dir=
+sbin_dir=
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --prefix|--destdir|--bin-dir)
+    --prefix|--destdir|--bin-dir|--sbin-dir)
       [ $# -ge 2 ] && [ -n "$2" ] || die_usage "$1 needs a directory"
       case "$1" in
         --prefix) prefix=$2 ;;
         --destdir) destdir=$2 ;;
         --bin-dir) bin_dir=$2 ;;
+        --sbin-dir) sbin_dir=$2 ;;
       esac
       shift 2 ;;
-    --prefix=*|--destdir=*|--bin-dir=*)
+    --prefix=*|--destdir=*|--bin-dir=*|--sbin-dir=*)
       value=${1#*=}
       [ -n "$value" ] || die_usage "${1%%=*} needs a directory"
       case "$1" in
         --prefix=*) prefix=$value ;;
         --destdir=*) destdir=$value ;;
         --bin-dir=*) bin_dir=$value ;;
+        --sbin-dir=*) sbin_dir=$value ;;
       esac
       shift ;;
     *) die_usage "unknown argument '$1'" ;;
@@ -75,6 +92,18 @@ done
 case "$prefix" in
   /*) ;;
   *) die_usage "--prefix must be an absolute path, not '$prefix'" ;;
+esac
+prefix=${prefix%/}
+[ -n "$prefix" ] || prefix=/
+if [ -z "$sbin_dir" ]; then
+  case "$prefix" in
+    /usr|/usr/local) sbin_dir=/sbin ;;
+    *) sbin_dir=$prefix/sbin ;;
+  esac
+fi
+case "$sbin_dir" in
+  /*) ;;
+  *) die_usage "--sbin-dir must be an absolute path, not '$sbin_dir'" ;;
 esac
 if [ -n "$bin_dir" ] && [ ! -d "$bin_dir" ]; then
   die_usage "--bin-dir '$bin_dir' is not a directory"
@@ -107,6 +136,18 @@ trap 'rm -rf "$stage"' EXIT
 "$bin_dir/minfs-docgen" "$stage" >/dev/null
 
 root="${destdir%/}$prefix"
+sbin_root="${destdir%/}$sbin_dir"
+# The helper links first: refuse, before anything is installed, to replace a helper that is
+# not ours (the Debian package's, or another program's).
+for h in "${HELPERS[@]}"; do
+  link="$sbin_root/$h"
+  if [ -e "$link" ] || [ -L "$link" ]; then
+    if [ "$(readlink "$link" || true)" != "$prefix/bin/minfs" ]; then
+      echo "install.sh: $link exists and is not a link to $prefix/bin/minfs (installed from elsewhere, e.g. the Debian package: dpkg -r minfs); not replacing it" >&2
+      exit 1
+    fi
+  fi
+done
 count=0
 for b in "${BINS[@]}"; do
   install -D -m 0755 "$bin_dir/$b" "$root/bin/$b"
@@ -123,7 +164,25 @@ for f in hddsim/profiles/*.toml hddsim/profiles/README.md; do
   echo "installed $root/share/$f"
   count=$((count + 1))
 done
-echo "install.sh: $count files installed under $root"
+for f in bencher-workloads/workloads/*.wl; do
+  dest="$root/share/minfs-bench/workloads/${f##*/}"
+  install -D -m 0644 "$f" "$dest"
+  echo "installed $dest"
+  count=$((count + 1))
+done
+mkdir -p "$sbin_root"
+for h in "${HELPERS[@]}"; do
+  ln -sfn "$prefix/bin/minfs" "$sbin_root/$h"
+  echo "installed $sbin_root/$h -> $prefix/bin/minfs"
+  count=$((count + 1))
+done
+echo "install.sh: $count files installed under $root and $sbin_root"
+case "$sbin_dir" in
+  /sbin|/usr/sbin|/sbin/fs.d|/sbin/fs) ;;
+  *)
+    echo "install.sh: mount(8) and umount(8) look for their helpers in /sbin only: for mount -t minfs"
+    echo "  and fstab lines, link them there too: ln -s $prefix/bin/minfs /sbin/mount.minfs (and umount.fuse.minfs)" ;;
+esac
 # /usr and /usr/local are on man's default search path; elsewhere say how to reach the pages.
 # (man-db also finds PREFIX/share/man by itself once PREFIX/bin is on PATH.)
 case "$prefix" in

@@ -21,9 +21,20 @@ if [ "$(id -u)" = 0 ]; then
   # docgen's man-page test renders every page with `man -l`.
   command -v man >/dev/null || missing+=(man-db)
   command -v groff >/dev/null || missing+=(groff-base)
+  # The system tests (minfs/tests/system.rs, docgen/tests/deb.rs): mount.fuse, the systemd
+  # fstab generator and systemd-fsck, and what cargo-deb runs.
+  [ -x /sbin/mount.fuse3 ] || missing+=(fuse3)
+  [ -x /usr/lib/systemd/system-generators/systemd-fstab-generator ] ||
+    [ -x /lib/systemd/system-generators/systemd-fstab-generator ] || missing+=(systemd)
+  command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
+  command -v strip >/dev/null || missing+=(binutils)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  fi
+  if ! cargo deb --version >/dev/null 2>&1; then
+    echo "test.sh: installing cargo-deb (cargo install cargo-deb --locked --version 3.7.0)"
+    cargo install cargo-deb --locked --version 3.7.0
   fi
 fi
 

@@ -119,6 +119,14 @@ fn sizes_and_limits() {
         m,
         "unknown size suffix `k` (expected K, M or G, powers of 1024)"
     );
+    // The command line's units are named, not taken (issue 31: 1MB is 10^6 bytes there).
+    for text in ["Command { New(1MB); }", "Command { New(1MiB); }"] {
+        let (_, c, m) = err(text);
+        assert_eq!(c, 16, "{text}");
+        assert!(m.starts_with("unknown size suffix `M"), "{text}: {m}");
+        assert!(m.contains("expected K, M or G, powers of 1024"), "{m}");
+        assert!(m.contains("no KB, MB, GB or KiB, MiB, GiB"), "{m}");
+    }
     let (_, c, m) = err("Command { New(4 K); }");
     assert_eq!(c, 17);
     assert_eq!(m, "expected `)`, found `K`");

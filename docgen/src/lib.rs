@@ -8,6 +8,12 @@
 //! `BINS` and `PACKAGES`. Each program gets a page, `NAME.SECTION`, and one per
 //! subcommand, `NAME-SUB.SECTION` (as `git-commit(1)`), with an EXIT STATUS section taken
 //! from the program's own exit-status table.
+//!
+//! The helpers util-linux runs (`mkfs.minfs`, `fsck.minfs`, `mount.minfs`,
+//! `umount.fuse.minfs`: [`minfs::cli::HELPERS`], names of the `minfs` binary) get a page each
+//! in section 8, and each of their aliases (`mount.fuse.minfs`, `fsck.fuse.minfs`) a page
+//! that sources it (`.so`); they get no completions (bash-completion completes mount, fsck and
+//! mkfs itself).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -111,59 +117,33 @@ impl Program {
     /// which EXIT STATUS gives in full.
     fn page(&self, cmd: &clap::Command, sub: Option<&str>) -> io::Result<File> {
         let version = self.built().get_version().unwrap_or_default().to_string();
-        let name = cmd.get_display_name().unwrap_or(self.name);
-        // The section also goes into the SUBCOMMANDS list's references (`minfs-mkfs(8)`).
-        let man = Man::new(cmd.clone()).section(self.section);
-        let mut out = Vec::new();
-        // `.TH NAME SECTION DATE SOURCE MANUAL`. Written here rather than by clap_mangen,
-        // whose roff drops an empty DATE and so shifts SOURCE and MANUAL one place left.
-        // No date: the pages are the same whenever they are generated.
-        let source = format!("{} {version}", self.name);
-        let manual = match self.section {
-            "8" => "System Administration",
-            _ => "User Commands",
-        };
-        Roff::new()
-            .control("TH", [name, self.section, "\"\"", &source, manual])
-            .to_writer(&mut out)?;
-        man.render_name_section(&mut out)?;
-        man.render_synopsis_section(&mut out)?;
-        man.render_description_section(&mut out)?;
-        if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-            man.render_options_section(&mut out)?;
-        }
-        if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
-            man.render_subcommands_section(&mut out)?;
-        }
-        let mut roff = Roff::new();
-        roff.control("SH", ["EXIT STATUS"]);
-        for (status, meaning) in (self.exit_statuses)(sub) {
-            roff.control("TP", []);
-            roff.text([bold(status.to_string())]);
-            roff.text([roman(meaning)]);
-        }
-        roff.control("SH", ["SEE ALSO"]);
-        roff.text([roman(self.see_also(sub).join(", "))]);
-        roff.control("SH", ["VERSION"]);
-        roff.text([roman(version)]);
-        roff.to_writer(&mut out)?;
-        Ok(File {
-            path: Path::new("man")
-                .join(format!("man{}", self.section))
-                .join(format!("{name}.{}", self.section)),
-            contents: out,
-        })
+        render_page(
+            cmd,
+            cmd.get_display_name().unwrap_or(self.name),
+            self.name,
+            self.section,
+            &version,
+            &(self.exit_statuses)(sub),
+            &self.see_also(sub),
+        )
     }
 
-    /// A subcommand's page points at its program's; a program's at the other programs'.
+    /// A subcommand's page points at its program's; a program's at the other programs' (and
+    /// `minfs`'s at its helpers').
     fn see_also(&self, sub: Option<&str>) -> Vec<String> {
         match sub {
             Some(_) => vec![format!("{}({})", self.name, self.section)],
-            None => PROGRAMS
-                .iter()
-                .filter(|p| p.name != self.name)
-                .map(|p| format!("{}({})", p.name, p.section))
-                .collect(),
+            None => {
+                let mut refs: Vec<String> = PROGRAMS
+                    .iter()
+                    .filter(|p| p.name != self.name)
+                    .map(|p| format!("{}({})", p.name, p.section))
+                    .collect();
+                if self.name == "minfs" {
+                    refs.extend(minfs::cli::HELPERS.iter().map(|h| format!("{}(8)", h.name)));
+                }
+                refs
+            }
         }
     }
 
@@ -185,13 +165,113 @@ impl Program {
     }
 }
 
-/// Every man page and completion script of every program.
+/// The page `name` of `cmd` (the program `program`'s, one of its subcommands' or a helper's):
+/// clap_mangen's sections, then EXIT STATUS (`statuses`), SEE ALSO (`see_also`) and VERSION.
+fn render_page(
+    cmd: &clap::Command,
+    name: &str,
+    program: &str,
+    section: &str,
+    version: &str,
+    statuses: &[(u8, &str)],
+    see_also: &[String],
+) -> io::Result<File> {
+    // The section also goes into the SUBCOMMANDS list's references (`minfs-mkfs(8)`).
+    let man = Man::new(cmd.clone()).section(section);
+    let mut out = Vec::new();
+    // `.TH NAME SECTION DATE SOURCE MANUAL`. Written here rather than by clap_mangen,
+    // whose roff drops an empty DATE and so shifts SOURCE and MANUAL one place left.
+    // No date: the pages are the same whenever they are generated.
+    let source = format!("{program} {version}");
+    let manual = match section {
+        "8" => "System Administration",
+        _ => "User Commands",
+    };
+    Roff::new()
+        .control("TH", [name, section, "\"\"", &source, manual])
+        .to_writer(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut out)?;
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        man.render_subcommands_section(&mut out)?;
+    }
+    let mut roff = Roff::new();
+    roff.control("SH", ["EXIT STATUS"]);
+    for (status, meaning) in statuses {
+        roff.control("TP", []);
+        roff.text([bold(status.to_string())]);
+        roff.text([roman(*meaning)]);
+    }
+    roff.control("SH", ["SEE ALSO"]);
+    roff.text([roman(see_also.join(", "))]);
+    roff.control("SH", ["VERSION"]);
+    roff.text([roman(version)]);
+    roff.to_writer(&mut out)?;
+    Ok(File {
+        path: Path::new("man")
+            .join(format!("man{section}"))
+            .join(format!("{name}.{section}")),
+        contents: out,
+    })
+}
+
+/// What each helper's page points to: the `minfs` command it is, and util-linux's command
+/// that runs it.
+fn helper_see_also(name: &str) -> Vec<String> {
+    let (minfs_page, runner) = match name.split('.').next() {
+        Some("mkfs") => ("minfs-mkfs(8)", "mkfs(8)"),
+        Some("fsck") => ("minfs-fsck(8)", "fsck(8)"),
+        Some("mount") => ("minfs-mount(8)", "mount(8), mount.fuse(8), fstab(5)"),
+        _ => ("minfs-umount(8)", "umount(8)"),
+    };
+    vec![
+        "minfs(8)".to_string(),
+        minfs_page.to_string(),
+        runner.to_string(),
+    ]
+}
+
+/// The helpers' pages (section 8): each helper's, and for each alias a page sourcing it.
+pub fn helper_pages() -> io::Result<Vec<File>> {
+    let version = (PROGRAMS[0].command)()
+        .get_version()
+        .unwrap_or_default()
+        .to_string();
+    let mut files = Vec::new();
+    for helper in minfs::cli::HELPERS {
+        let mut cmd = (helper.command)();
+        cmd.build();
+        files.push(render_page(
+            &cmd,
+            helper.name,
+            "minfs",
+            "8",
+            &version,
+            &(helper.exit_statuses)(),
+            &helper_see_also(helper.name),
+        )?);
+        for alias in helper.aliases {
+            files.push(File {
+                path: Path::new("man/man8").join(format!("{alias}.8")),
+                contents: format!(".so man8/{}.8\n", helper.name).into_bytes(),
+            });
+        }
+    }
+    Ok(files)
+}
+
+/// Every man page and completion script of every program, and the helpers' pages.
 pub fn all_files() -> io::Result<Vec<File>> {
     let mut files = Vec::new();
     for program in PROGRAMS {
         files.extend(program.man_pages()?);
         files.extend(SHELLS.iter().map(|&shell| program.completion(shell)));
     }
+    files.extend(helper_pages()?);
     Ok(files)
 }
 

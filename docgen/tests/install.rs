@@ -49,6 +49,20 @@ fn shipped_profiles() -> impl Iterator<Item = std::ffi::OsString> {
         .map(|e| e.unwrap().file_name())
 }
 
+/// The shipped workloads (`bencher-workloads/workloads/*.wl`), installed under
+/// `PREFIX/share/minfs-bench/workloads`.
+fn shipped_workloads() -> impl Iterator<Item = std::ffi::OsString> {
+    std::fs::read_dir(repo().join("bencher-workloads/workloads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".wl"))
+}
+
+/// Every name of every helper (`mount.minfs`, `mount.fuse.minfs`, …).
+fn helper_names() -> impl Iterator<Item = &'static str> {
+    minfs::cli::HELPERS.iter().flat_map(|h| h.names())
+}
+
 /// This build's binaries: minfs-docgen and every program's.
 fn bin_dir() -> PathBuf {
     let programs: Vec<(&str, &str)> = PROGRAMS.iter().map(|p| (p.package, p.name)).collect();
@@ -74,7 +88,10 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         .into_iter()
         .map(|f| prefix.join("share").join(f.path))
         .chain(PROGRAMS.iter().map(|p| prefix.join("bin").join(p.name)))
-        .chain(shipped_profiles().map(|f| prefix.join("share/hddsim/profiles").join(f)));
+        .chain(shipped_profiles().map(|f| prefix.join("share/hddsim/profiles").join(f)))
+        .chain(shipped_workloads().map(|f| prefix.join("share/minfs-bench/workloads").join(f)))
+        // Outside /usr and /usr/local the helper links go to PREFIX/sbin.
+        .chain(helper_names().map(|h| prefix.join("sbin").join(h)));
     let expected: BTreeSet<PathBuf> = expected.collect();
     for must in [
         "bin/minfs",
@@ -87,6 +104,16 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         "share/zsh/site-functions/_minfs",
         "share/fish/vendor_completions.d/minfs-bench.fish",
         "share/hddsim/profiles/st1000dm003.toml",
+        "share/minfs-bench/workloads/seq-256k.wl",
+        "share/man/man8/mount.minfs.8",
+        "share/man/man8/mount.fuse.minfs.8",
+        "share/man/man8/fsck.minfs.8",
+        "share/man/man8/mkfs.minfs.8",
+        "sbin/mount.minfs",
+        "sbin/mount.fuse.minfs",
+        "sbin/umount.fuse.minfs",
+        "sbin/fsck.minfs",
+        "sbin/mkfs.minfs",
     ] {
         assert!(expected.contains(&prefix.join(must)), "{must}");
     }
@@ -95,10 +122,53 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
     let listed: BTreeSet<PathBuf> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("installed "))
-        .map(PathBuf::from)
+        .map(|l| PathBuf::from(l.split(" -> ").next().unwrap()))
         .collect();
     assert_eq!(listed, expected, "{}", text(&out));
     assert!(stdout.contains(&format!("{} files installed", expected.len())));
+    // Each helper is a link to the installed minfs, and runs as the helper its name says.
+    for h in helper_names() {
+        let link = prefix.join("sbin").join(h);
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            prefix.join("bin/minfs"),
+            "{h}"
+        );
+        assert!(
+            stdout.contains(&format!("installed {} -> ", link.display())),
+            "{h}"
+        );
+        let v = Command::new(&link).arg("--version").output().unwrap();
+        assert!(v.status.success(), "{h} --version: {}", text(&v));
+        assert!(
+            String::from_utf8_lossy(&v.stdout).starts_with(&format!("{h} ")),
+            "{h}"
+        );
+    }
+    // The installed minfs-bench reads an installed workload; its help says where they are.
+    let wl = prefix.join("share/minfs-bench/workloads/seq-256k.wl");
+    let check = Command::new(prefix.join("bin/minfs-bench"))
+        .arg("check")
+        .arg(&wl)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let help = Command::new(prefix.join("bin/minfs-bench"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("PREFIX/share/minfs-bench/workloads"),
+        "{help}"
+    );
+    assert!(help.contains("/usr/share/minfs-bench/workloads"), "{help}");
+    // PREFIX/sbin is not where mount(8) looks: said so.
+    assert!(
+        stdout.contains("look for their helpers in /sbin only"),
+        "{}",
+        text(&out)
+    );
     // Outside /usr and /usr/local, how to reach the man pages.
     let manpath = format!("export MANPATH=\"{}/share/man:$MANPATH\"", prefix.display());
     assert!(stdout.contains(&manpath), "{}", text(&out));
@@ -132,6 +202,16 @@ fn destdir_stages_under_it() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(stage.join("usr/bin/minfs").is_file());
     assert!(stage.join("usr/share/man/man8/minfs.8").is_file());
+    // With --prefix /usr the helpers go to /sbin, where mount(8) looks, linked to the
+    // installed path (not the staging one).
+    for h in helper_names() {
+        assert_eq!(
+            std::fs::read_link(stage.join("sbin").join(h)).unwrap(),
+            Path::new("/usr/bin/minfs"),
+            "{h}"
+        );
+    }
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("look for their helpers"));
 }
 
 #[test]
@@ -170,6 +250,47 @@ fn bad_arguments_are_refused() {
         );
     }
     assert!(help.contains("share/hddsim/profiles"), "{help}");
+    assert!(help.contains("share/minfs-bench/workloads"), "{help}");
+    for h in helper_names() {
+        assert!(help.contains(h), "--help does not name {h}:\n{help}");
+    }
+    assert!(help.contains("--sbin-dir DIR"), "{help}");
+}
+
+/// A helper already installed from elsewhere (the Debian package's /usr/sbin/mount.minfs, a
+/// file of another program) is refused before anything is installed, never replaced; a link
+/// left by an earlier install.sh to the same minfs is replaced.
+#[test]
+fn a_helper_from_elsewhere_is_refused() {
+    let bins = bin_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().join("usr");
+    let sbin = tmp.path().join("sbin");
+    std::fs::create_dir_all(&sbin).unwrap();
+    let foreign = sbin.join("mount.minfs");
+    std::fs::write(&foreign, "#!/bin/sh\n").unwrap();
+    let args = [
+        "--bin-dir",
+        bins.to_str().unwrap(),
+        "--prefix",
+        prefix.to_str().unwrap(),
+        "--sbin-dir",
+        sbin.to_str().unwrap(),
+    ];
+    let out = install(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&foreign.display().to_string()), "{stderr}");
+    assert!(stderr.contains("not replacing it"), "{stderr}");
+    assert_eq!(std::fs::read(&foreign).unwrap(), b"#!/bin/sh\n");
+    assert!(!prefix.exists(), "installed something: {}", text(&out));
+    // Ours (a link to PREFIX/bin/minfs): replaced, as by a second install.
+    std::fs::remove_file(&foreign).unwrap();
+    std::os::unix::fs::symlink(prefix.join("bin/minfs"), &foreign).unwrap();
+    let out = install(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = install(&args);
+    assert!(out.status.success(), "again: {}", text(&out));
 }
 
 /// The installed `hddsim` and `minfs-bench hdd-replay` find their drive profiles with the

@@ -7,10 +7,17 @@ use std::process::Command;
 
 use docgen::{File, PROGRAMS};
 
+/// Every program's and subcommand's page, and each helper's own (not the aliases' `.so`).
 fn pages() -> Vec<File> {
     PROGRAMS
         .iter()
         .flat_map(|p| p.man_pages().expect("pages render"))
+        .chain(
+            docgen::helper_pages()
+                .expect("pages render")
+                .into_iter()
+                .filter(|f| !f.contents.starts_with(b".so ")),
+        )
         .collect()
 }
 
@@ -59,6 +66,58 @@ fn a_page_per_program_and_subcommand() {
         }
     }
     assert!(!paths.iter().any(|p| p.contains("-help.")), "{paths:?}");
+}
+
+/// The helpers util-linux runs have a page each (mkfs.minfs(8), fsck.minfs(8), mount.minfs(8),
+/// umount.fuse.minfs(8)) with their own exit statuses (fsck(8)'s, mount(8)'s), and the other
+/// names they answer to a page that sources it, which man finds in an installed tree.
+#[test]
+fn a_page_per_helper() {
+    assert_eq!(statuses(&page("man/man8/mkfs.minfs.8")), [0, 1, 2]);
+    assert_eq!(statuses(&page("man/man8/fsck.minfs.8")), [0, 1, 4, 8, 16]);
+    assert_eq!(statuses(&page("man/man8/mount.minfs.8")), [0, 1, 2, 32]);
+    assert_eq!(statuses(&page("man/man8/umount.fuse.minfs.8")), [0, 1, 32]);
+    let fsck = page("man/man8/fsck.minfs.8");
+    assert!(fsck.contains("preen"), "{fsck}");
+    assert!(
+        section_text(&fsck, "SYNOPSIS").contains("fsck.minfs"),
+        "{fsck}"
+    );
+    let mount = page("man/man8/mount.minfs.8");
+    for option in ["nofail", "_netdev", "noatime", "x\\-*"] {
+        assert!(mount.contains(option), "{option}: {mount}");
+    }
+    let helpers = docgen::helper_pages().unwrap();
+    let alias = |name: &str| {
+        helpers
+            .iter()
+            .find(|f| f.path.to_str() == Some(&format!("man/man8/{name}.8")))
+            .map(|f| String::from_utf8(f.contents.clone()).unwrap())
+            .unwrap_or_else(|| panic!("no page {name}"))
+    };
+    assert_eq!(alias("mount.fuse.minfs"), ".so man8/mount.minfs.8\n");
+    assert_eq!(alias("fsck.fuse.minfs"), ".so man8/fsck.minfs.8\n");
+
+    if !testutil::require_program("a_page_per_helper", "man", "man-db") {
+        return;
+    }
+    // man resolves `.so` from the tree's root, as in PREFIX/share/man.
+    let tree = tempfile::tempdir().unwrap();
+    for f in &helpers {
+        let path = tree.path().join(f.path.strip_prefix("man").unwrap());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &f.contents).unwrap();
+    }
+    let out = Command::new("man")
+        .args(["--warnings", "-l", "man8/mount.fuse.minfs.8"])
+        .current_dir(tree.path())
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+        .expect("man runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", testutil::output_text(&out));
+    assert!(stdout.contains("mount.minfs(8)"), "{stdout}");
 }
 
 /// The text between `.SH "EXIT STATUS"` and the next section.

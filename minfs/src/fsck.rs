@@ -59,6 +59,28 @@ impl Problem {
     pub fn repairable(&self) -> bool {
         !matches!(self, Problem::NoValidSlot)
     }
+
+    /// Whether preen mode (`fsck -p`/`-a`, what the boot-time check passes) repairs it
+    /// without a question: the damage minfs's own writes can leave — one slot torn by an
+    /// interrupted commit (a checksum mismatch) or unreadable (a failed sector), or holding an
+    /// older commit than the other — while the other slot holds the last commit, which is
+    /// what any read-write open repairs too; and a free-block count that disagrees with the
+    /// extents it is derived from. Everything else needs a person and `fsck -y`: slots of two
+    /// different filesystems, two states under one generation, a slot from a newer minfs,
+    /// a slot whose checksum is right but whose contents are not (a bug, or a target that
+    /// shrank), a slot overwritten by something else (no magic), no valid slot at all.
+    pub fn preen_safe(&self) -> bool {
+        match self {
+            Problem::SlotInvalid { corruption, .. } => matches!(
+                corruption,
+                Corruption::BadChecksum { .. } | Corruption::Unreadable { .. }
+            ),
+            Problem::StaleSlot { .. } | Problem::FreeCountMismatch { .. } => true,
+            Problem::NoValidSlot
+            | Problem::UuidMismatch { .. }
+            | Problem::ConflictingSlots { .. } => false,
+        }
+    }
 }
 
 impl fmt::Display for Problem {
@@ -117,6 +139,23 @@ impl Report {
     pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
     }
+
+    /// Whether preen mode may repair every problem found ([`Problem::preen_safe`]).
+    pub fn preen_safe(&self) -> bool {
+        self.problems.iter().all(Problem::preen_safe)
+    }
+}
+
+/// The outcome of [`preen`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Preened {
+    /// Nothing was wrong; nothing was written.
+    Clean(Report),
+    /// Everything wrong was safe to repair unattended, and was repaired.
+    Repaired { before: Report, after: Report },
+    /// Something wrong needs a person (`fsck -y`); nothing was written.
+    Refused(Report),
 }
 
 /// Checks the filesystem on `dev` without writing.
@@ -212,6 +251,32 @@ pub fn repair_device(dev: Arc<dyn BlockDevice>, target: &str) -> Result<(Report,
     }
     drop(fs);
     Ok((before, after))
+}
+
+/// Preen mode (`fsck -p`/`-a`): checks `path` read-only; when something is wrong and all of
+/// it is [`Problem::preen_safe`], opens it read-write (exclusively), checks again on that
+/// handle and repairs as [`repair_device`]. Anything not safe to repair unattended is
+/// refused before anything is written. A clean target is never opened for writing, so a
+/// clean, mounted target passes.
+pub fn preen(path: &Path) -> Result<Preened> {
+    let first = check(path)?;
+    if first.is_clean() {
+        return Ok(Preened::Clean(first));
+    }
+    if !first.preen_safe() {
+        return Ok(Preened::Refused(first));
+    }
+    let target = path.display().to_string();
+    let dev: Arc<dyn BlockDevice> = Arc::new(FileDevice::open(path, OpenMode::ReadWrite)?);
+    let now = check_device(dev.as_ref(), &target)?;
+    if now.is_clean() {
+        return Ok(Preened::Clean(now));
+    }
+    if !now.preen_safe() {
+        return Ok(Preened::Refused(now));
+    }
+    let (before, after) = repair_device(dev, &target)?;
+    Ok(Preened::Repaired { before, after })
 }
 
 /// [`repair_device`] on `path`, opened read-write (exclusively).

@@ -30,6 +30,7 @@ pub mod fuse;
 pub mod mkfs;
 mod mountinfo;
 pub mod signature;
+pub mod size;
 mod sys;
 
 #[cfg(feature = "cli")]

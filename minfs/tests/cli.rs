@@ -224,6 +224,71 @@ fn create_ls_write_cat_grow_rm() {
     minfs().arg("fsck").arg(&img).assert().code(0);
 }
 
+/// Every size option takes binary (K, KiB, …: powers of 1024) and decimal (KB, MB, …: powers
+/// of 1000) units with one meaning each (issue 31: `MB` was 2^20 bytes).
+#[test]
+fn sizes_take_binary_and_decimal_units() {
+    let s = Scratch::new();
+    let img = s.path("disk.img");
+    minfs()
+        .args(["mkfs", "-s", "8192KB"])
+        .arg(&img)
+        .assert()
+        .success();
+    assert_eq!(std::fs::metadata(&img).unwrap().len(), 8_192_000);
+    for (name, size) in [
+        ("dec", "1MB"),
+        ("bin", "1M"),
+        ("bin2", "1MiB"),
+        ("k", "3kB"),
+    ] {
+        minfs()
+            .arg("create")
+            .arg(&img)
+            .args([name, "-s", size])
+            .assert()
+            .success();
+    }
+    minfs()
+        .arg("grow")
+        .arg(&img)
+        .args(["dec", "-s", "1.5MB"])
+        .assert()
+        .success();
+    let files = json(&["ls", "--json"], &img);
+    let size = |n: &str| {
+        files
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == n)
+            .unwrap()["size"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(size("dec"), 1_500_000);
+    assert_eq!(size("bin"), 1 << 20);
+    assert_eq!(size("bin2"), 1 << 20);
+    assert_eq!(size("k"), 3000);
+    // write --offset: 1KB is 1000 bytes, not a multiple of the 512-byte sector.
+    minfs()
+        .arg("write")
+        .arg(&img)
+        .args(["bin", "--offset", "1KB"])
+        .write_stdin("x")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("1000"));
+    minfs()
+        .arg("write")
+        .arg(&img)
+        .args(["bin", "--offset", "1K"])
+        .write_stdin("x")
+        .assert()
+        .success();
+    assert_eq!(cat(&img, "bin")[1024], b'x');
+}
+
 #[test]
 fn errors_name_the_target_and_the_problem() {
     let s = Scratch::new();

@@ -462,15 +462,30 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
             vec![s(&x), "1152921504606846976".into(), "fallocate".into()],
         ),
         ("8E", 1, vec![s(&x), "9223372036854775808".into()]),
-        ("16E", 2, vec!["'16E'".into(), "too large".into()]),
+        (
+            "16E",
+            2,
+            vec!["'16E'".into(), "more than 2^64 - 1 bytes".into()],
+        ),
         ("-5", 2, vec!["'-5'".into(), "sizes are positive".into()]),
         ("-5G", 2, vec!["'-5G'".into(), "sizes are positive".into()]),
         ("abc", 2, vec!["'abc'".into(), "--size".into()]),
-        // An unknown unit: the units are listed.
+        // An unknown unit: every unit is listed.
         (
             "4Q",
             2,
-            vec!["'4Q'".into(), "K, M, G, T".into(), "powers of 1024".into()],
+            vec![
+                "'4Q'".into(),
+                "unknown unit".into(),
+                "K, M, G, T, P, E or KiB, MiB, GiB, TiB, PiB, EiB (powers of 1024)".into(),
+                "KB, MB, GB, TB, PB, EB (powers of 1000)".into(),
+            ],
+        ),
+        // MB is 10^6 bytes, not a multiple of 4096.
+        (
+            "4MB",
+            1,
+            vec![s(&x), "4000000 is not a multiple of 4096".into()],
         ),
         ("", 2, vec!["''".into(), "--size".into()]),
         ("0", 1, vec![s(&x), "0 bytes is too small".into()]),

@@ -431,3 +431,111 @@ mod tests {
         ));
     }
 }
+
+/// Where mount(8) and umount(8) look for helpers (util-linux's FS_SEARCH_PATH), and the other
+/// sbin directories a minfs helper installed from elsewhere could be in.
+pub const SBIN_DIRS: [&str; 5] = [
+    "/sbin",
+    "/usr/sbin",
+    "/sbin/fs.d",
+    "/sbin/fs",
+    "/usr/local/sbin",
+];
+
+/// Serialises the tests that install into the system (helper links in /sbin, the Debian
+/// package), across test binaries and processes: an exclusive `flock` on
+/// `/run/lock/minfs-system-install.lock`, held until dropped.
+#[derive(Debug)]
+pub struct SystemInstallLock {
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl SystemInstallLock {
+    /// Waits for the lock.
+    pub fn acquire() -> io::Result<SystemInstallLock> {
+        let dir = Path::new("/run/lock");
+        std::fs::create_dir_all(dir)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("minfs-system-install.lock"))?;
+        let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| io::Error::from(e))?;
+        Ok(SystemInstallLock { _lock: lock })
+    }
+}
+
+/// What of minfs is installed on this system from elsewhere — the Debian package `minfs`, or
+/// any of `helpers` in [`SBIN_DIRS`] — which a test installing into the system must not
+/// touch; `None` when nothing is.
+pub fn foreign_minfs_install(helpers: &[&str]) -> Option<String> {
+    let status = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Status}", "minfs"])
+        .output();
+    if let Ok(out) = status {
+        let status = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && !status.contains("not-installed") && !status.is_empty() {
+            return Some(format!(
+                "the Debian package minfs is on this system ({status})"
+            ));
+        }
+    }
+    for dir in SBIN_DIRS {
+        for h in helpers {
+            let p = Path::new(dir).join(h);
+            if p.symlink_metadata().is_ok() {
+                return Some(format!("{} exists", p.display()));
+            }
+        }
+    }
+    None
+}
+
+/// Links each of `links` (full paths, e.g. `/sbin/mount.minfs`, where mount(8), umount(8),
+/// fsck(8) and mkfs(8) find helpers) to `exe`; dropping it removes the links it made (only
+/// while they still point to `exe`). Hold a [`SystemInstallLock`] and check
+/// [`foreign_minfs_install`] first.
+#[derive(Debug)]
+pub struct SystemLinks {
+    exe: PathBuf,
+    links: Vec<PathBuf>,
+}
+
+impl SystemLinks {
+    /// Makes the links; fails (removing the ones made) if any exists already.
+    pub fn new(exe: &Path, links: &[PathBuf]) -> io::Result<SystemLinks> {
+        let mut made = SystemLinks {
+            exe: exe.to_path_buf(),
+            links: Vec::new(),
+        };
+        for link in links {
+            std::os::unix::fs::symlink(exe, link)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", link.display())))?;
+            made.links.push(link.clone());
+        }
+        Ok(made)
+    }
+
+    /// Removes the link `link` now (e.g. to let mount(8) fall back to another helper).
+    pub fn remove(&mut self, link: &Path) {
+        if let Some(i) = self.links.iter().position(|l| l == link) {
+            self.remove_link(link);
+            self.links.remove(i);
+        }
+    }
+
+    fn remove_link(&self, link: &Path) {
+        if std::fs::read_link(link).is_ok_and(|t| t == self.exe) {
+            let _ = std::fs::remove_file(link);
+        }
+    }
+}
+
+impl Drop for SystemLinks {
+    fn drop(&mut self) {
+        for link in &self.links {
+            self.remove_link(link);
+        }
+    }
+}

@@ -38,7 +38,12 @@ pub const EXIT_USAGE: u8 = 2;
         and reports the latency of every kind of operation; report renders a comparison directory \
         of scripts/compare.sh; hdd-replay replays a run's block trace through the HDD model \
         (docs/HDD-MODEL.md). The workload language is described in docs/DSL.md, the shipped \
-        workloads (bencher-workloads/workloads/) in docs/WORKLOADS.md."
+        workloads in docs/WORKLOADS.md.\n\n\
+        The shipped workloads (*.wl) are installed in PREFIX/share/minfs-bench/workloads: \
+        /usr/share/minfs-bench/workloads from the Debian package, \
+        /usr/local/share/minfs-bench/workloads from scripts/install.sh by default (in the source \
+        tree: bencher-workloads/workloads), e.g. \
+        minfs-bench check /usr/share/minfs-bench/workloads/seq-256k.wl."
 )]
 pub struct Cli {
     /// The subcommand.
@@ -67,7 +72,7 @@ pub enum Commands {
         mut_arg("file", |a| a
             .long("workload")
             .value_name("FILE")
-            .help("The workload file")
+            .help(WORKLOAD_FILE_HELP)
             .display_order(0)),
         mut_arg("scale", |a| a.display_order(1)),
         mut_arg("seed", |a| a.display_order(2)),
@@ -95,11 +100,17 @@ pub enum Commands {
     Completions(completions::CompletionsArgs),
 }
 
+/// Where the shipped workloads are, for the help of the workload file arguments.
+pub const WORKLOAD_FILE_HELP: &str = "The workload file; the shipped ones are installed in \
+    PREFIX/share/minfs-bench/workloads (/usr/share/… from the Debian package, /usr/local/share/… \
+    from scripts/install.sh)";
+
 /// The arguments that say which operations a workload file stands for (shared by the
 /// subcommands that read a workload).
 #[derive(Debug, Clone, Args)]
 pub struct WorkloadArgs {
     /// The workload file.
+    #[arg(help = WORKLOAD_FILE_HELP)]
     pub file: PathBuf,
     /// Multiply every count (`Ordered[N]`, `Unordered[N]`, `N.times`) by F, rounded to the
     /// nearest integer but at least 1.

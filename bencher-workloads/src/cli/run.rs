@@ -36,7 +36,8 @@ pub struct RunArgs {
                 existing-file:PATH, raw:BLOCKDEV or memory"
     )]
     pub backend: BackendSpec,
-    /// Bytes given to Cannyls (K, M, G, T = powers of 1024; rounded down to the block size).
+    /// Bytes given to Cannyls (K, M, G, T or KiB, MiB, … = powers of 1024; KB, MB, GB, TB =
+    /// powers of 1000; rounded down to the block size).
     /// Default: 1.5 × the workload's peak of live bytes, plus the journal and the header,
     /// rounded up to a MiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -78,26 +79,11 @@ fn parse_backend(s: &str) -> Result<BackendSpec, String> {
     s.parse()
 }
 
-/// Parses a size such as `4096`, `64M`, `1G`, `1GiB` (K, M, G, T are powers of 1024).
+/// Parses a size such as `4096`, `64M`, `1GiB`, `500MB` with minfs's units
+/// ([`minfs::size`]: K, M, G, T, P, E and KiB, … are powers of 1024; KB, MB, … powers of
+/// 1000).
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("`{s}` is not a size (a number of bytes, optionally with K, M, G or T)");
-    let t = s.trim();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return Err(bad());
-    }
-    let n: u64 = t[..digits].parse().map_err(|_| bad())?;
-    let suffix = t[digits..].to_ascii_uppercase();
-    let shift = match suffix.as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))
+    minfs::size::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn parse_block_size(s: &str) -> Result<u32, String> {
@@ -279,12 +265,19 @@ mod tests {
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert_eq!(parse_size("2k"), Ok(2048));
         assert_eq!(parse_size("3T"), Ok(3 << 40));
-        for bad in ["", "M", "1.5G", "-1", "1X", "1 G x"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
+        // Decimal units are powers of 1000, as the report's MB.
+        assert_eq!(parse_size("64MB"), Ok(64_000_000));
+        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
+        for bad in ["", "M", "0.1K", "-1", "1X", "1 G x"] {
+            let e = parse_size(bad).unwrap_err();
+            assert!(
+                e.contains("KB, MB, GB, TB, PB, EB (powers of 1000)"),
+                "{bad}: {e}"
+            );
         }
         assert!(parse_size("99999999999T")
             .unwrap_err()
-            .contains("too large"));
+            .contains("more than 2^64 - 1 bytes"));
     }
 
     #[test]

@@ -216,6 +216,19 @@ fn size(i: &mut Input<'_>, command: &str, limit: u32, why: &str) -> ModalResult<
         _ => 1,
     };
     if unit != 1 {
+        // `1MB`, `1MiB`: the command-line units, which the workload language does not take
+        // (cannyls_bencher's sizes are K, M, G): named, rather than "expected `)`".
+        let mut rest = i.chars();
+        let unit_char = rest.next().unwrap_or_default();
+        if let Some(c) = rest
+            .next()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        {
+            return fail(format!(
+                "unknown size suffix `{unit_char}{c}…` (expected K, M or G, powers of 1024: the \
+                 workload language has no KB, MB, GB or KiB, MiB, GiB)"
+            ));
+        }
         *i = &i[1..];
     }
     let text = &start[..start.len() - i.len()];

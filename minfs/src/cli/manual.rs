@@ -17,8 +17,15 @@ pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
     match subcommand {
         Some("fsck") => vec![
             (fsck::EXIT_CLEAN, "no errors"),
-            (fsck::EXIT_CORRECTED, "errors were found and corrected (-y)"),
-            (fsck::EXIT_UNCORRECTED, "errors were left uncorrected"),
+            (
+                fsck::EXIT_CORRECTED,
+                "errors were found and corrected (-y, or -p/-a)",
+            ),
+            (
+                fsck::EXIT_UNCORRECTED,
+                "errors were left uncorrected (-n; with -p/-a: damage not safe to repair \
+                 unattended, and nothing was written)",
+            ),
             (
                 fsck::EXIT_OPERATIONAL,
                 "operational error (cannot open the target, not minfs, I/O error)",

@@ -20,11 +20,54 @@ pub struct Args {
     /// Filesystem label (up to 32 bytes).
     #[arg(short = 'L', long, default_value = "")]
     label: String,
-    /// Size (e.g. 10G): creates an image of that size; on a block device uses only that much.
+    /// Size (e.g. 10G, 500GB): creates an image of that size; on a block device uses only that
+    /// much.
     #[arg(short, long, value_parser = parse_size, allow_hyphen_values = true)]
     size: Option<u64>,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
     #[command(flatten)]
     target: TargetArg,
+}
+
+/// `mkfs.minfs`'s arguments, which mkfs(8) passes as `mkfs.minfs [OPTIONS] DEVICE [SIZE]`:
+/// `minfs mkfs`'s, and SIZE after the target.
+#[derive(Debug, clap::Args)]
+pub struct HelperArgs {
+    #[command(flatten)]
+    args: Args,
+    /// The size, as mkfs(8) passes it: a number of 1 KiB blocks (mkfs(8)'s and mke2fs's
+    /// blocks), or a size with a unit as -s takes it (10G, 500GB). The same as -s, which it
+    /// may not be given with.
+    #[arg(value_name = "SIZE", allow_hyphen_values = true)]
+    blocks: Option<String>,
+}
+
+/// SIZE of `mkfs.minfs`: a bare number counts 1 KiB blocks.
+fn helper_size(s: &str) -> Result<u64, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(1024))
+            .ok_or_else(|| format!("invalid SIZE {s:?}: more than 2^64 - 1 bytes"));
+    }
+    parse_size(s).map_err(|e| format!("SIZE: {e}"))
+}
+
+/// Runs `mkfs.minfs`; a bad SIZE is a usage error (the message, `Err`).
+pub fn run_helper(h: HelperArgs) -> Result<anyhow::Result<ExitCode>, String> {
+    let mut a = h.args;
+    if let Some(blocks) = &h.blocks {
+        if a.size.is_some() {
+            return Err(format!(
+                "the size is given twice: -s and SIZE ({blocks}); give one"
+            ));
+        }
+        a.size = Some(helper_size(blocks)?);
+    }
+    Ok(run(a))
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -36,6 +79,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let path = &a.target.target;
     let o = mkfs(path, &opts, a.dry_run).context("mkfs failed")?;
+    if a.quiet {
+        return Ok(ExitCode::SUCCESS);
+    }
     let sb = &o.superblock;
     let t = path.display();
     if a.dry_run {

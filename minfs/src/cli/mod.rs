@@ -15,6 +15,8 @@ mod cat;
 mod completions;
 mod create;
 mod fsck;
+#[cfg(feature = "fuse")]
+mod helpers;
 mod info;
 mod ls;
 mod manual;
@@ -26,6 +28,8 @@ mod rm;
 mod umount;
 mod write;
 
+#[cfg(feature = "fuse")]
+pub use helpers::{Helper, HELPERS};
 pub use manual::{command, exit_statuses};
 
 /// Exit code of a failed command (other than fsck).
@@ -43,7 +47,7 @@ pub const EXIT_USAGE: u8 = 2;
         and file I/O goes straight from the caller's buffers to the device with O_DIRECT. It gives Cannyls the raw region it wants \
         while keeping a superblock that says what the device holds, named files, a check and repair (fsck), and refusal to overwrite \
         another filesystem's data.\n\n\
-        TARGET is an image file or a block device. Sizes take K, M, G, T (powers of 1024). Only one process opens a target \
+        TARGET is an image file or a block device. Sizes take K, M, G, T, P, E or KiB, MiB, GiB, TiB, PiB, EiB (powers of 1024) and KB, MB, GB, TB, PB, EB (powers of 1000). Only one process opens a target \
         read-write at a time; info, ls, cat and fsck -n open it read-only.",
     after_help = "Exit codes: 0 success, 1 failure, 2 usage error; fsck: 0 clean, 1 corrected, 4 uncorrected, 8 operational error, 16 usage error."
 )]
@@ -71,12 +75,14 @@ enum Command {
     /// file with its size and extents. --json prints one JSON object. The target is opened
     /// read-only, so this works while another process has it open read-write.
     Info(info::Args),
-    /// Check (and with -y repair) both metadata slots and the extents.
+    /// Check (and with -y or -p repair) both metadata slots and the extents.
     ///
     /// Reads both metadata slots and checks their checksums and generations, and that the files'
     /// extents lie in the data area, overlap nowhere and agree with the free-block count. -n (the
     /// default) changes nothing and opens the target read-only; -y copies the newest valid slot
-    /// over a damaged or stale one. The exit status is e2fsck's.
+    /// over a damaged or stale one; -p (or -a, preen: what the boot-time check passes) repairs
+    /// only what is safe unattended and otherwise writes nothing and exits 4. fsck(8) runs this
+    /// as fsck.minfs. The options and the exit status are e2fsck's.
     Fsck(fsck::Args),
     /// List the files.
     ///
@@ -138,23 +144,12 @@ enum Command {
     Completions(completions::Args),
 }
 
-/// What a size looks like, for the errors of [`parse_size`].
-const SIZE_FORMS: &str = "a size is a number of bytes with an optional unit: K, M, G, T, P \
-    (powers of 1024; also KiB, MiB, …), e.g. 4096, 256K, 10G";
-
-/// Parses a size such as `10G`, `256K`, `1MiB` or `4096` (K, M, G, T are powers of 1024).
-/// The size options take values starting with `-` (`allow_hyphen_values`) so that a negative
-/// one gets this message rather than clap's "unexpected argument".
+/// Parses a size such as `10G`, `256K`, `500MB` or `4096` ([`crate::size`]: K, M, G, T, P,
+/// E and KiB, … are powers of 1024, KB, MB, … powers of 1000). The size options take values
+/// starting with `-` (`allow_hyphen_values`) so that a negative one gets this message rather
+/// than clap's "unexpected argument".
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    if s.trim_start().starts_with('-') {
-        return Err(format!(
-            "invalid size {s:?}: sizes are positive; {SIZE_FORMS}"
-        ));
-    }
-    parse_size::Config::new()
-        .with_binary()
-        .parse_size(s)
-        .map_err(|e| format!("invalid size {s:?}: {e}; {SIZE_FORMS}"))
+    crate::size::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// Target argument shared by the subcommands.
@@ -173,6 +168,10 @@ pub fn main() -> ExitCode {
 /// Runs `minfs` with `args` (the first is the program name).
 pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
+    #[cfg(feature = "fuse")]
+    if let Some(code) = helpers::dispatch(&args) {
+        return code;
+    }
     let is_fsck = args.get(1).is_some_and(|a| a == "fsck");
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,

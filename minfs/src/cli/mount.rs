@@ -13,12 +13,17 @@ use anyhow::Context;
 
 use super::EXIT_FAILURE;
 use crate::fuse::daemon::{self, Started};
-use crate::fuse::{max_pages, MountConfig, Server, FSTYPE};
+use crate::fuse::{max_pages, options, MountConfig, Server, FSTYPE};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Mount options, comma-separated: ro, rw, allow_other.
-    #[arg(short = 'o', value_name = "OPTIONS", value_parser = check_options)]
+    /// Mount options, comma-separated. Honoured: ro, rw, noexec, exec, noatime, atime, sync,
+    /// async, dirsync, allow_other. Accepted without effect: mount(8)'s and systemd's (defaults,
+    /// [no]auto, nofail, _netdev, [no]user[s], [no]owner, [no]group, x-*, X-*, comment=),
+    /// [no]dev, [no]suid and default_permissions (a minfs mount is always nodev, nosuid), and
+    /// the access-time ones ([no]relatime, [no]strictatime, [no]diratime, [no]lazytime). Any
+    /// other is refused by name.
+    #[arg(short = 'o', value_name = "OPTIONS", value_parser = options::check)]
     options: Vec<String>,
     /// Serve in this process until unmounted (Ctrl-C or SIGTERM unmounts lazily).
     #[arg(short, long)]
@@ -44,30 +49,10 @@ pub struct Args {
     mountpoint: PathBuf,
 }
 
-const OPTIONS: [&str; 3] = ["ro", "rw", "allow_other"];
-
-fn check_options(s: &str) -> Result<String, String> {
-    for o in s.split(',') {
-        if !OPTIONS.contains(&o) {
-            return Err(format!(
-                "unknown mount option {o:?} (known: {})",
-                OPTIONS.join(", ")
-            ));
-        }
-    }
-    Ok(s.to_string())
-}
-
 fn config(options: &[String]) -> MountConfig {
     let mut cfg = MountConfig::default();
-    for o in options.iter().flat_map(|s| s.split(',')) {
-        match o {
-            "ro" => cfg.read_only = true,
-            "rw" => cfg.read_only = false,
-            "allow_other" => cfg.allow_other = true,
-            _ => unreachable!("checked by check_options"),
-        }
-    }
+    // Checked by clap (options::check): nothing unknown is left.
+    let _ = options::apply(&mut cfg, options, true);
     cfg
 }
 
@@ -91,18 +76,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 
 /// Starts the server process and waits for its "ready" (or its error).
 fn start_server(a: &Args) -> anyhow::Result<ExitCode> {
-    let exe = std::env::current_exe()
-        .context("mount failed: cannot find the minfs executable to start the server")?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["mount", "--daemon-child"]);
-    for o in &a.options {
-        cmd.arg("-o").arg(o);
-    }
-    if let Some(p) = &cfg_stats(a) {
-        cmd.arg("--stats").arg(p);
-    }
-    cmd.arg("--").arg(&a.target).arg(&a.mountpoint);
-    match daemon::start_server(cmd).context("mount failed")? {
+    match spawn_server(
+        &a.options,
+        cfg_stats(a).as_deref(),
+        &a.target,
+        &a.mountpoint,
+    )? {
         Started::Ready(pid) => {
             println!(
                 "{}: mounted {} (server pid {pid})",
@@ -118,6 +97,28 @@ fn start_server(a: &Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(EXIT_FAILURE))
         }
     }
+}
+
+/// Starts this program again as the server of a mount of `target` on `mountpoint` with
+/// `options` (checked already) and waits until it reports the mount ready, or fails.
+pub(crate) fn spawn_server(
+    options: &[String],
+    stats: Option<&std::path::Path>,
+    target: &std::path::Path,
+    mountpoint: &std::path::Path,
+) -> anyhow::Result<Started> {
+    let exe = std::env::current_exe()
+        .context("mount failed: cannot find the minfs executable to start the server")?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["mount", "--daemon-child"]);
+    for o in options {
+        cmd.arg("-o").arg(o);
+    }
+    if let Some(p) = stats {
+        cmd.arg("--stats").arg(p);
+    }
+    cmd.arg("--").arg(target).arg(mountpoint);
+    daemon::start_server(cmd).context("mount failed")
 }
 
 fn cfg_stats(a: &Args) -> Option<PathBuf> {

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use crate::fuse::mounts;
+use nix::mount::MntFlags;
+
+use crate::fuse::mounts::{self, MountEntry};
+use crate::fuse::FSTYPE;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,7 +26,12 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let (entry, pids) = mounts::unmount(&a.mountpoint, a.lazy).context("umount failed")?;
+    let flags = if a.lazy {
+        MntFlags::MNT_DETACH
+    } else {
+        MntFlags::empty()
+    };
+    let entry = unmount_and_wait(&a.mountpoint, flags, a.timeout)?;
     let mp = entry.mountpoint.display();
     if a.lazy {
         println!(
@@ -32,20 +40,36 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if !mounts::wait_exited(&pids, Duration::from_secs(a.timeout)) {
+    println!("{mp}: unmounted; {} released", entry.source);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Unmounts the minfs mount at `mountpoint` with umount2's `flags` and, unless lazily
+/// (MNT_DETACH), waits up to `timeout` seconds for its server to flush, release the target and
+/// exit. Shared by `minfs umount` and `umount.fuse.minfs`, which umount(8) runs.
+pub(crate) fn unmount_and_wait(
+    mountpoint: &std::path::Path,
+    flags: MntFlags,
+    timeout: u64,
+) -> anyhow::Result<MountEntry> {
+    let (entry, pids) =
+        mounts::unmount_with_flags(mountpoint, flags, FSTYPE).context("umount failed")?;
+    if flags.contains(MntFlags::MNT_DETACH) {
+        return Ok(entry);
+    }
+    if !mounts::wait_exited(&pids, Duration::from_secs(timeout)) {
         let left: Vec<String> = pids
             .iter()
             .filter(|&&p| !mounts::exited(p))
             .map(|p| p.to_string())
             .collect();
         bail!(
-            "umount failed: {mp}: unmounted, but its server (pid {}) has not exited after {} s; \
+            "umount failed: {}: unmounted, but its server (pid {}) has not exited after {timeout} s; \
              {} stays held until it does",
+            entry.mountpoint.display(),
             left.join(", "),
-            a.timeout,
             entry.source
         );
     }
-    println!("{mp}: unmounted; {} released", entry.source);
-    Ok(ExitCode::SUCCESS)
+    Ok(entry)
 }

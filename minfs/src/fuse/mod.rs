@@ -33,6 +33,7 @@ pub mod daemon;
 mod errno;
 pub mod max_pages;
 pub mod mounts;
+pub mod options;
 mod server;
 
 use std::fs::{File, OpenOptions};
@@ -70,6 +71,14 @@ pub struct MountConfig {
     /// Let other users reach the mount (`allow_other`; as a user it needs `user_allow_other`
     /// in /etc/fuse.conf).
     pub allow_other: bool,
+    /// Mount with `noexec` (MS_NOEXEC).
+    pub noexec: bool,
+    /// Mount with `noatime` (MS_NOATIME).
+    pub noatime: bool,
+    /// Mount with `sync` (MS_SYNCHRONOUS).
+    pub sync: bool,
+    /// Mount with `dirsync` (MS_DIRSYNC).
+    pub dirsync: bool,
     /// Write the request counts ([`RequestStats`]) as JSON to this file at unmount.
     pub stats: Option<PathBuf>,
 }
@@ -159,8 +168,16 @@ impl Server {
                 MountOption::RW
             },
         ];
-        if cfg.allow_other {
-            options.push(MountOption::AllowOther);
+        for (on, option) in [
+            (cfg.allow_other, MountOption::AllowOther),
+            (cfg.noexec, MountOption::NoExec),
+            (cfg.noatime, MountOption::NoAtime),
+            (cfg.sync, MountOption::Sync),
+            (cfg.dirsync, MountOption::DirSync),
+        ] {
+            if on {
+                options.push(option);
+            }
         }
         let server = MinfsFuse::new(fs.clone(), read_only).with_stats(cfg.stats.clone());
         let session = fuser::Session::new(server, &mp, &options).map_err(|e| {

@@ -98,6 +98,23 @@ pub fn unmount_typed(
     lazy: bool,
     fstype: &str,
 ) -> Result<(MountEntry, Vec<u32>), FuseError> {
+    let flags = if lazy {
+        nix::mount::MntFlags::MNT_DETACH
+    } else {
+        nix::mount::MntFlags::empty()
+    };
+    unmount_with_flags(mountpoint, flags, fstype)
+}
+
+/// [`unmount_typed`] with umount2's `flags` (MNT_DETACH: lazy; MNT_FORCE: abort the FUSE
+/// connection, as `umount -f`). As a user, `fusermount3 -u` (`-z` when MNT_DETACH; it has
+/// no force).
+pub fn unmount_with_flags(
+    mountpoint: &Path,
+    flags: nix::mount::MntFlags,
+    fstype: &str,
+) -> Result<(MountEntry, Vec<u32>), FuseError> {
+    let lazy = flags.contains(nix::mount::MntFlags::MNT_DETACH);
     let mp = absolute(mountpoint).map_err(|e| {
         FuseError(if e.kind() == io::ErrorKind::NotFound {
             format!("{}: does not exist", mountpoint.display())
@@ -126,11 +143,6 @@ pub fn unmount_typed(
     }
     let pids = server_pids(Path::new(&entry.source));
     if nix::unistd::geteuid().is_root() {
-        let flags = if lazy {
-            nix::mount::MntFlags::MNT_DETACH
-        } else {
-            nix::mount::MntFlags::empty()
-        };
         nix::mount::umount2(&mp, flags).map_err(|e| match e {
             nix::errno::Errno::EBUSY => FuseError(format!(
                 "{shown}: busy: files on it are open or it is some process's working \
