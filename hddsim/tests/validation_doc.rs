@@ -86,9 +86,15 @@ fn the_documented_rule_streams_are_the_models() {
         assert_eq!(row[0], s.pattern);
         let want: Vec<String> = s.ratio.iter().map(|v| format!("{v:.2}")).collect();
         assert_eq!(row[1..=want.len()], want[..], "ratios of `{}`", s.pattern);
-        let published = s
-            .published
-            .map_or_else(|| "–".to_string(), |p| format!("{:.2}–{:.2}", p.low, p.high));
-        assert_eq!(row[want.len() + 1], published, "published ratio of `{}`", s.pattern);
+        let published = s.published.map_or_else(
+            || "–".to_string(),
+            |p| format!("{:.2}–{:.2}", p.low, p.high),
+        );
+        assert_eq!(
+            row[want.len() + 1],
+            published,
+            "published ratio of `{}`",
+            s.pattern
+        );
     }
 }
