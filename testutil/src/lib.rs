@@ -141,6 +141,27 @@ impl LoopDevice {
     pub fn image(&self) -> &Path {
         &self.image
     }
+
+    /// The reads and writes the device has completed since it was attached (fields 1 and 5
+    /// of /sys/block/loopN/stat): requests as the device got them, after the block layer
+    /// split or merged what programs asked for.
+    pub fn completed_requests(&self) -> io::Result<(u64, u64)> {
+        let name = self
+            .dev
+            .file_name()
+            .ok_or_else(|| io::Error::other(format!("{}: no device name", self.dev.display())))?;
+        let path = Path::new("/sys/block").join(name).join("stat");
+        let text = std::fs::read_to_string(&path)?;
+        let fields: Vec<u64> = text
+            .split_whitespace()
+            .map(|f| f.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| io::Error::other(format!("{}: {e}: {text:?}", path.display())))?;
+        match fields[..] {
+            [reads, _, _, _, writes, ..] => Ok((reads, writes)),
+            _ => Err(io::Error::other(format!("{}: {text:?}", path.display()))),
+        }
+    }
 }
 
 /// Whether `losetup --find`'s error is one that a retry can get past: the device it found was
