@@ -170,10 +170,10 @@ mod tests {
 /// next block of the same mapping length, up to a bound.
 ///
 /// Why: an O_DIRECT request reaches the device as one request only if its buffer fits in the
-/// segments one request takes. On 4 KiB pages a 1 MiB buffer is 256 scattered segments, more
-/// than a loop device takes (128), so the block layer splits it into two or three requests; on
-/// a huge page it is physically contiguous and goes as one, and the kernel pins it as one folio
-/// instead of 256 pages (results/2026-11-25-vm-minfs-mount/README.md, "Huge-page buffers in
+/// segments one request takes. On 4 KiB pages a 1 MiB buffer is up to 256 segments (pages are
+/// merged only where they happen to be adjacent), more than a loop device takes (128), and the
+/// block layer split it into two or three requests; on a huge page it is physically contiguous
+/// and goes as one, and the kernel pins it as one folio instead of 256 pages (results/2026-11-25-vm-minfs-mount/README.md, "Huge-page buffers in
 /// the server"; docs/BUFFERS.md).
 ///
 /// - [`HugeAlloc::new`] (threshold 2 MiB): the `minfs` binary's, for `minfs mount`'s request
