@@ -3,7 +3,8 @@
 //! 0 failed (all N tests passed …)" with exit status 0, or "N passed, M failed: WHAT; …" with
 //! exit status 1, naming a formatting failure, each failed test with the command that reruns
 //! it, and a test binary that crashed. (In a one-package workspace cargo names a test
-//! binary without `-p`.)
+//! binary without `-p`.) Tests that skipped at run time (testutil::print_skip's notice) are
+//! counted apart from the passed ones and named; the summary's awk is also run on canned logs.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,9 @@ fn repo() -> PathBuf {
         .unwrap()
         .to_path_buf()
 }
+
+/// test.sh's summary of cargo test's output.
+const SUMMARY_AWK: &str = "scripts/lib/test-summary.awk";
 
 /// The reliability suites whose counts test.sh expects to find.
 const SUITES: [&str; 7] = [
@@ -31,8 +35,9 @@ const SUITES: [&str; 7] = [
 /// counts line (as the real suites do), and, when `broken`, a badly formatted file,
 /// `tests/cli.rs` with one passing and one failing test and `tests/boom.rs` that aborts.
 fn workspace(dir: &Path, broken: bool) {
-    fs::create_dir_all(dir.join("scripts")).unwrap();
+    fs::create_dir_all(dir.join("scripts/lib")).unwrap();
     fs::copy(repo().join("scripts/test.sh"), dir.join("scripts/test.sh")).unwrap();
+    fs::copy(repo().join(SUMMARY_AWK), dir.join(SUMMARY_AWK)).unwrap();
     fs::write(
         dir.join("Cargo.toml"),
         "[workspace]\nmembers = [\"toy\"]\nresolver = \"2\"\n",
@@ -129,6 +134,41 @@ fn test_sh_runs_every_step_and_ends_with_one_line() {
         "{all}"
     );
 
+    // Tests that skip at run time, printing testutil::print_skip's notice (once or twice: one
+    // skipped test), are counted apart from the passed ones and named; one that printed a
+    // notice and failed is a failure.
+    let notice = |test: &str| testutil::skip_line(Some(test), "skips", "no widget here");
+    let skips = format!(
+        "use std::io::Write;\n\nconst TWICE: &str = {:?};\n\n#[test]\nfn skipped_twice() {{\n    \
+         for _ in 0..2 {{\n        let _ = std::io::stderr().write_all(TWICE.as_bytes());\n    \
+         }}\n}}\n\n#[test]\nfn runs() {{}}\n",
+        notice("skipped_twice")
+    );
+    fs::write(dir.join("toy/tests/skips.rs"), &skips).unwrap();
+    let (code, last, all) = test_sh(dir);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(
+        last,
+        "test.sh: 3 passed, 1 skipped (skips::skipped_twice), 0 failed (all 3 tests passed; \
+         cargo fmt --check and clippy -D warnings clean)",
+        "{all}"
+    );
+    let failing = format!(
+        "{skips}\n#[test]\nfn skipped_then_failed() {{\n    const NOTICE: &str = {:?};\n    \
+         let _ = std::io::stderr().write_all(NOTICE.as_bytes());\n    panic!(\"no\");\n}}\n",
+        notice("skipped_then_failed")
+    );
+    fs::write(dir.join("toy/tests/skips.rs"), failing).unwrap();
+    let (code, last, all) = test_sh(dir);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(
+        last,
+        "test.sh: 3 passed, 1 skipped (skips::skipped_twice), 1 failed: skipped_then_failed \
+         (cargo test --test skips)",
+        "{all}"
+    );
+    fs::remove_file(dir.join("toy/tests/skips.rs")).unwrap();
+
     // A suite that left no counts is a failure.
     fs::write(dir.join("toy/tests/counts.rs"), "#[test]\nfn counts() {}\n").unwrap();
     let (code, last, all) = test_sh(dir);
@@ -139,4 +179,77 @@ fn test_sh_runs_every_step_and_ends_with_one_line() {
         ),
         "{last}"
     );
+}
+
+/// Runs test.sh's summary (scripts/lib/test-summary.awk) on `log`.
+fn summary(log: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("log");
+    fs::write(&path, log).unwrap();
+    let out = Command::new("awk")
+        .arg("-f")
+        .arg(repo().join(SUMMARY_AWK))
+        .arg(&path)
+        .output()
+        .expect("awk runs");
+    assert!(out.status.success(), "{}", testutil::output_text(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Canned `cargo test` output: skip notices as testutil prints them (also in the middle of the
+/// harness's line, as with one test thread, and one from no test's thread, not counted), a
+/// test skipped and failed, a test with two notices, a doc-test binary.
+#[test]
+fn the_summary_counts_skipped_tests_apart_and_names_them() {
+    let notice = |test: &str, what: &str| testutil::skip_line(Some(test), what, "no root");
+    let log = format!(
+        "     Running unittests src/lib.rs (target/debug/deps/minfs-0123abcdef)\n\n\
+         running 4 tests\n\
+         {}\
+         test sys::t::a ... ok\n\
+         test sys::t::b ... ok\n\
+         test loopy ... {}\
+         ok\n\
+         test twice ... {}\
+         {}\
+         ok\n\n\
+         test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n\n\
+         \x20    Running tests/mount.rs (target/debug/deps/mount-4567)\n\n\
+         running 3 tests\n\
+         {}\
+         SKIPPED mount: old-style notice\n\
+         test fuse_works ... ok\n\
+         test old ... ok\n\
+         test broken ... {}\
+         FAILED\n\n\
+         failures:\n\n\
+         test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n\n\
+         error: test failed, to rerun pass `-p minfs --test mount`\n\
+         \x20  Doc-tests minfs\n\n\
+         running 1 test\n\
+         test minfs/src/lib.rs - (line 7) ... ok\n\n\
+         test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n",
+        notice("sys::t::a", "minfs::sys::t"),
+        notice("loopy", "minfs"),
+        notice("twice", "part one"),
+        notice("twice", "part two"),
+        notice("fuse_works", "mount"),
+        notice("broken", "mount"),
+    );
+    let got = summary(&log);
+    assert_eq!(
+        got,
+        "3 1 1 4\n\
+         failed: broken (cargo test -p minfs --test mount)\n\
+         skipped: minfs::sys::t::a\n\
+         skipped: minfs::loopy\n\
+         skipped: minfs::twice\n\
+         skipped: mount::fuse_works\n",
+        "{log}"
+    );
+    // Nothing skipped: the counts as cargo gave them.
+    let plain = "     Running tests/x.rs (target/debug/deps/x-89ab)\n\
+                 test a ... ok\n\
+                 test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n";
+    assert_eq!(summary(plain), "1 0 0 0\n");
 }

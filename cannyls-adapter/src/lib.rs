@@ -6,7 +6,11 @@
 //! several Cannyls storages can share one disk without a kernel filesystem under them.
 //!
 //! - **No extra copy**: reads and writes go straight from Cannyls' buffer to the device (minfs
-//!   does one O_DIRECT `pread`/`pwrite` per contiguous extent piece).
+//!   does one O_DIRECT `pread`/`pwrite` per contiguous extent piece). Cannyls allocates that
+//!   buffer per put and get from the global allocator; with
+//!   `#[global_allocator] static ALLOC: minfs::HugeAlloc = minfs::HugeAlloc::for_lumps();`
+//!   in the program it is on a huge page and a 1 MiB lump is one device request, not two or
+//!   three (docs/BUFFERS.md in the repository).
 //! - **Durability**: [`NonVolatileMemory::sync`] flushes the device ([`FileHandle::flush`]);
 //!   `Write::flush` does nothing, as with Cannyls' own `FileNvm`, because nothing is buffered.
 //! - **Block size**: by default [`DEFAULT_BLOCK_SIZE`] (4096), or the device's physical sector

@@ -42,4 +42,4 @@ pub use device::{
 pub use error::{Corruption, Error, Result, SlotId};
 pub use file::FileHandle;
 pub use fs::{ExtentInfo, FileStat, Filesystem, FormatOptions, Info};
-pub use sys::{AlignedBuf, HugeAlloc};
+pub use sys::{AlignedBuf, HugeAlloc, HugeAllocStats};

@@ -45,10 +45,25 @@ macro_rules! require_loop {
 }
 
 /// Prints a skip notice to the process's stderr, bypassing the test harness's output capture
-/// (which hides `eprintln!` of passing tests), so the reason is always visible.
+/// (which hides `eprintln!` of passing tests), so the reason is always visible:
+/// `SKIPPED NAME (WHAT): REASON` ([`skip_line`]), NAME being the harness's name for the
+/// running test, WHAT `test` (a module path, or the part of the test that is skipped).
+/// scripts/test.sh counts the tests that printed one apart from the passed ones.
 pub fn print_skip(test: &str, reason: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {reason}");
+    let line = skip_line(std::thread::current().name(), test, reason);
+    // One write, so that the line does not interleave with the harness's output.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// The notice [`print_skip`] prints from a thread named `thread` (the test harness runs each
+/// test on a thread named after it, e.g. `tests::it_works`): `SKIPPED NAME (WHAT): REASON`,
+/// or `SKIPPED WHAT: REASON` from an unnamed thread or `main`.
+pub fn skip_line(thread: Option<&str>, what: &str, reason: &str) -> String {
+    match thread {
+        Some(name) if name != "main" => format!("SKIPPED {name} ({what}): {reason}\n"),
+        _ => format!("SKIPPED {what}: {reason}\n"),
+    }
 }
 
 /// Whether a program is on PATH (also looks in the sbin directories).
@@ -140,6 +155,27 @@ impl LoopDevice {
     /// The backing file.
     pub fn image(&self) -> &Path {
         &self.image
+    }
+
+    /// The reads and writes the device has completed since it was attached (fields 1 and 5
+    /// of /sys/block/loopN/stat): requests as the device got them, after the block layer
+    /// split or merged what programs asked for.
+    pub fn completed_requests(&self) -> io::Result<(u64, u64)> {
+        let name = self
+            .dev
+            .file_name()
+            .ok_or_else(|| io::Error::other(format!("{}: no device name", self.dev.display())))?;
+        let path = Path::new("/sys/block").join(name).join("stat");
+        let text = std::fs::read_to_string(&path)?;
+        let fields: Vec<u64> = text
+            .split_whitespace()
+            .map(|f| f.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| io::Error::other(format!("{}: {e}: {text:?}", path.display())))?;
+        match fields[..] {
+            [reads, _, _, _, writes, ..] => Ok((reads, writes)),
+            _ => Err(io::Error::other(format!("{}: {text:?}", path.display()))),
+        }
     }
 }
 
@@ -412,6 +448,24 @@ mod tests {
                 maps.len()
             );
         }
+    }
+
+    /// The skip notice names the test as the harness does (scripts/test.sh matches the two),
+    /// with one test thread as with several.
+    #[test]
+    fn a_skip_notice_names_the_test_as_the_harness_does() {
+        let name = std::thread::current().name().map(str::to_string);
+        assert_eq!(
+            name.as_deref(),
+            Some("tests::a_skip_notice_names_the_test_as_the_harness_does")
+        );
+        assert_eq!(
+            super::skip_line(name.as_deref(), module_path!(), "no widget"),
+            "SKIPPED tests::a_skip_notice_names_the_test_as_the_harness_does \
+             (testutil::tests): no widget\n"
+        );
+        assert_eq!(super::skip_line(Some("main"), "x", "y"), "SKIPPED x: y\n");
+        assert_eq!(super::skip_line(None, "x", "y"), "SKIPPED x: y\n");
     }
 
     #[test]

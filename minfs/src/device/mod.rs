@@ -25,6 +25,8 @@ mod memory;
 mod sparse;
 
 pub use fault::FaultDevice;
+// The FUSE server opens its target as `FileDevice::open` does.
+#[cfg(feature = "fuse")]
 pub(crate) use file::open_exclusive;
 pub use file::{FileDevice, OpenMode, TargetKind, EXCLUSIVE_OPEN_WAIT};
 pub use holder::{lock_holder, LockHolder};
