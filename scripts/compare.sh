@@ -249,6 +249,8 @@ command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v mkfs.xfs >/dev/null || missing+=(xfsprogs)
 command -v losetup >/dev/null || missing+=(util-linux)
 command -v wipefs >/dev/null || missing+=(util-linux)
+# The report's PNGs draw their text in a system sans-serif font (the SVGs need none).
+[ -d /usr/share/fonts/truetype/dejavu ] || ! command -v apt-get >/dev/null || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null; then
     say "installing ${missing[*]}"
@@ -925,43 +927,13 @@ if [ -n "$emulated" ]; then
   cp "$emu_mnt/stats.json" "$out/emulator-stats.json"
   # Self-consistency: each run's trace replayed through the same profile against what the
   # emulator made of it (measured). About 1 when the emulation and the replay agree.
-  {
-    echo "# Emulated vs replayed"
-    echo
-    echo "Each run on the emulated drive (\`hddsim emulate --profile $emulated\`) against the replay of"
-    echo "its block trace through the same profile (\`minfs-bench hdd-replay\`): total operation time."
-    echo
-    echo "| workload | target | run | measured (emulated) s | replayed s | replayed / measured |"
-    echo "| --- | --- | --- | --- | --- | --- |"
-    for mj in "$out"/runs/*/*/run-*.model-"$emulated".json; do
-      [ -e "$mj" ] || continue
-      meas=$(sed -n 's/.*"measured_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | sed -n 1p)
-      mod=$(sed -n 's/.*"modelled_total_elapsed_ns": *\([0-9]*\).*/\1/p' "$mj" | sed -n 1p)
-      [ -n "$meas" ] && [ -n "$mod" ] || continue
-      rel=${mj#"$out"/runs/}
-      IFS=/ read -r w t r <<<"$rel"
-      r=${r%%.model-*}
-      awk -v w="$w" -v t="$t" -v r="${r#run-}" -v a="$meas" -v b="$mod" \
-        'BEGIN { printf "| %s | %s | %s | %.3f | %.3f | %.3f |\n", w, t, r, a / 1e9, b / 1e9, (a > 0 ? b / a : 0) }'
-    done
-  } >"$out/emulation-check.md"
-  rows=$(grep '^| ' "$out/emulation-check.md" | tail -n +3 || true)
-  if [ -n "$rows" ]; then
+  if "$repo/scripts/emulation-check.sh" "$out" "$emulated" >"$out/emulation-check.md" 2>/dev/null; then
     say "emulated vs replayed (replayed / measured, per run):"
-    awk -F' *[|] *' '{ printf "  %s %s run %s: %s\n", $2, $3, $4, $7 }' <<<"$rows" >&2
-    # The spread, and the runs off by more than 5 per cent (FUSE's and the loop device's
-    # time per request is not modelled, so a short run of many small requests comes out
-    # slower emulated than replayed).
-    summary=$(awk -F' *[|] *' '{ printf "%s\t%s %s run %s\n", $7, $2, $3, $4 }' <<<"$rows" |
-      sort -g | awk -F'\t' '
-        { v[NR] = $1 + 0; if (v[NR] < 0.95 || v[NR] > 1.05) { n++; off = off (n > 1 ? ", " : "") $2 " (" $1 ")" } }
-        END {
-          med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-          printf "%d run%s: replayed / measured min %.3f, median %.3f, max %.3f; %d outside 0.95–1.05%s",
-            NR, (NR == 1 ? "" : "s"), v[1], med, v[NR], n, (n ? ": " off : "")
-        }')
-    printf '\n%s.\n' "$summary" >>"$out/emulation-check.md"
-    say "emulated vs replayed: $summary"
+    grep '^| ' "$out/emulation-check.md" | tail -n +3 |
+      awk -F' *[|] *' '{ printf "  %s %s run %s: %s\n", $2, $3, $4, $7 }' >&2
+    say "emulated vs replayed: $(tail -1 "$out/emulation-check.md")"
+  else
+    rm -f "$out/emulation-check.md"
   fi
 fi
 "$bench" report "$out" || { failures=$((failures + 1)); say "minfs-bench report failed"; }
