@@ -106,6 +106,9 @@ set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# The checkout's revision when the run starts (SETUP.md is written at the end, and the
+# checkout may move meanwhile).
+git_rev="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo n/a)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 # shellcheck source=lib/emulator.sh
 source "$repo/scripts/lib/emulator.sh"
 # shellcheck source=lib/retry.sh
@@ -881,7 +884,7 @@ sysval() { cat "$1" 2>/dev/null || echo "n/a"; }
   echo "| capacity | minfs-bench's default per workload and block size (1.5 × peak live data + journal; a target at 4096 gets more than one at 512 where lumps round up); largest $((max_capacity >> 20)) MiB |"
   echo "| block trace | $trace$([ "$trace" = on ] && echo " (tracefs instance, trace_clock mono, block_rq_issue/complete filtered to dev $devnum)") |"
   echo "| HDD model profiles | ${hdd_profiles[*]:-none} (the rule sets of one drive, shipped first: ${hdd_variants[*]:-none}) |"
-  echo "| git revision | $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo n/a)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)') |"
+  echo "| git revision | $git_rev when the run started$([ -n "$bin_dir" ] && echo " (binaries from \`$bin_dir\`, built elsewhere: \`minfs-bench --version\` below)") |"
   echo
   echo "## Tools"
   echo

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""How many rounds a comparison needs to tell a 5 % difference, from a pilot run.
+
+    scripts/size-default.py DIR [--margin 0.05] [--comparisons M] [--residuals FILE]
+
+DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs). For
+each workload and target but minfs, the per-round log-ratios d_k = ln(target / minfs, round k)
+are taken from the measured runs; their standard deviation s is the comparison's noise. The
+report's interval is exp(mean ± t·s/√n) with t Student's quantile at 1 − 0.05/(2M) (M the
+report's comparisons, Bonferroni; bencher-workloads/src/compare/stats.rs). This prints, per
+comparison, s and the rounds n that make t·s/√n ≤ ln(1 + margin), then the median and upper
+quartile over the comparisons. With --residuals FILE it also writes the residuals (d_k minus
+their mean, per comparison) as JSON: `{"residuals": [[...], ...]}`, the noise the verdict's
+simulation test draws from.
+
+Exit codes: 0; 1 DIR unreadable or with fewer than 2 rounds; 2 usage error.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+
+def betacf(a, b, x):
+    """Continued fraction of the regularized incomplete beta (Numerical Recipes' betacf)."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+        c = 1.0 + aa / c if abs(c) > 1e-300 else 1e-300
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+        c = 1.0 + aa / c if abs(c) > 1e-300 else 1e-300
+        de = d * c
+        h *= de
+        if abs(de - 1.0) < 1e-14:
+            break
+    return h
+
+
+def betai(a, b, x):
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(lbt) * betacf(a, b, x) / a
+    return 1.0 - math.exp(lbt) * betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t, df):
+    x = df / (df + t * t)
+    tail = 0.5 * betai(df / 2.0, 0.5, x)
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p, df):
+    lo, hi = 0.0, 1e6
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def rounds_needed(sd, half, confidence):
+    for n in range(2, 10000):
+        if t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n) <= half:
+            return n
+    return 10000
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--margin", type=float, default=0.05)
+    ap.add_argument("--comparisons", type=int, help="M (default: this directory's)")
+    ap.add_argument("--residuals")
+    a = ap.parse_args()
+    try:
+        meta = json.load(open(os.path.join(a.dir, "compare.json")))
+    except (OSError, ValueError) as e:
+        print(f"size-default.py: error: {a.dir}: {e}", file=sys.stderr)
+        sys.exit(1)
+
+    def total(w, t, k):
+        try:
+            return json.load(open(os.path.join(a.dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    rows, residuals = [], []
+    runs = int(meta.get("runs", 0))
+    for w in meta["workloads"]:
+        for t in meta["targets"]:
+            if t == "minfs":
+                continue
+            d = []
+            for k in range(1, runs + 1):
+                x, b = total(w, t, k), total(w, "minfs", k)
+                if x and b:
+                    d.append(math.log(x / b))
+            if len(d) < 2:
+                continue
+            m = statistics.mean(d)
+            rows.append((w, t, statistics.stdev(d), len(d)))
+            residuals.append([x - m for x in d])
+    if not rows:
+        print(f"size-default.py: error: {a.dir}: no comparison with 2 or more rounds", file=sys.stderr)
+        sys.exit(1)
+    m = a.comparisons or len(rows)
+    conf = 1 - 0.05 / m
+    half = math.log(1 + a.margin)
+    print(f"{len(rows)} comparisons here; intervals at {conf:.5f} for M = {m}; margin {a.margin:.0%}")
+    print("| workload | target | rounds | sd of log-ratio | rounds needed |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for w, t, sd, n in rows:
+        print(f"| {w} | {t} | {n} | {sd:.3f} | {rounds_needed(sd, half, conf)} |")
+    sds = sorted(r[2] for r in rows)
+    med, q3 = statistics.median(sds), sds[(3 * len(sds)) // 4]
+    print(f"\nmedian sd {med:.3f}: {rounds_needed(med, half, conf)} rounds; "
+          f"upper quartile {q3:.3f}: {rounds_needed(q3, half, conf)} rounds")
+    if a.residuals:
+        json.dump({"source": os.path.abspath(a.dir), "residuals": residuals}, open(a.residuals, "w"))
+
+
+if __name__ == "__main__":
+    main()
