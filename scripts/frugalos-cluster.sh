@@ -34,9 +34,11 @@
 #      after the PUT was applied on the node. Then `frugalos stop` node0 and GET everything
 #      through node1 and node2; start node0 again and GET everything through it.
 #   4. Replace node2's first disk: PUT /v1/devices/DEV/state {"state":"stopped"} (FrugalOS'
-#      device stop), unmount the disk's filesystem (if FrugalOS still holds the device file,
-#      `frugalos stop` node2 first), remove the disk (loop device, emulator, image) and make a
-#      new one in its place (new image, `minfs mkfs` or mkfs.ext4, mounted at the same path).
+#      device stop; retried while the configuration's Raft answers "Unstable cluster"),
+#      unmount the disk's filesystem and GET everything through every node, the disk gone (if
+#      FrugalOS still holds the device file, `frugalos stop` node2 first instead), remove the
+#      disk (loop device, emulator, image) and make a new one in its place (new image, `minfs
+#      mkfs` or mkfs.ext4, mounted at the same path).
 #      FrugalOS 1.2.1 has no device start (state "started" changes nothing), so node2 is
 #      restarted (`frugalos stop` if still running, then start): its file device, absent on
 #      the new disk, is created empty at the same path, and its Raft members and fragments
@@ -52,10 +54,11 @@
 # on where it can; exit status 1.
 #
 # The timed phase (--timed N): ROUNDS rounds of each filesystem, alternated (minfs, ext4,
-# ext4, minfs, ...), each on a fresh cluster (the same disks, a new mkfs each round): one
-# warm-up PUT per bucket, then N PUTs of 1 MiB objects, then N GETs (checked afterwards),
-# in `repl` then `ec`; wall time of each phase; at the end the medians per filesystem and
-# their ratio (minfs / ext4).
+# ext4, minfs, ...), each on a fresh cluster (the same disks, a new mkfs each round): 64
+# warm-up PUTs of 1 KiB per bucket (so that every segment's Raft group has elected its
+# leader), then N PUTs of 1 MiB objects, then N GETs (checked afterwards), in `repl` then
+# `ec`, all through node0; wall time of each phase; at the end the medians per filesystem
+# and their ratio (minfs / ext4).
 #
 # Everything it started or made (FrugalOS servers, mounts, emulators, loop devices, images,
 # WORK) is removed on exit, error and Ctrl-C, unless --keep (then WORK stays, with the
@@ -217,7 +220,7 @@ for ((i = 0; i < nodes; i++)); do
 done
 # Disks: key "NODE.DISK"; img, emu (the emulator's mountpoint), loop, mnt, mfs (the
 # filesystem mounted there, or "").
-declare -A img=() emu=() loop=() mnt=() mfs=() used=()
+declare -A img=() emu=() emupid=() loop=() mnt=() mfs=() used=()
 disks() { local i d; for ((i = 0; i < nodes; i++)); do for ((d = 0; d < disks_per_node; d++)); do echo "$i.$d"; done; done; }
 node_disks() { local d; for ((d = 0; d < disks_per_node; d++)); do echo "$1.$d"; done; }
 devid() { echo "n${1%.*}d${1#*.}"; }
@@ -266,13 +269,15 @@ running() { local i; for ((i = 0; i < nodes; i++)); do [ -z "${fpid[i]}" ] || ec
 # --- Disks ------------------------------------------------------------------------------------
 
 make_disk() { # KEY: a new, empty disk (image, emulator, loop device)
-  local k=$1 file
+  local k=$1 file out
   img[$k]=$work/disks/disk$k.img
   truncate -s "$disk_size" "${img[$k]}"
   file=${img[$k]}
   if [ -n "$profile" ]; then
     emu[$k]=$(mktemp -d "$work/disks/emulator$k.XXXXXX")
-    "$hddsim" emulate --profile "$profile" --backing "${img[$k]}" "${emu[$k]}" >/dev/null
+    out=$("$hddsim" emulate --profile "$profile" --backing "${img[$k]}" "${emu[$k]}")
+    emupid[$k]=$(sed -n 's/.*(server pid \([0-9]*\)).*/\1/p' <<<"$out")
+    say "disk $k: $out"
     file=${emu[$k]}/disk
   fi
   loop[$k]=$(losetup --find --show --direct-io=on "$file")
@@ -284,6 +289,10 @@ remove_disk() { # KEY
   local k=$1
   unmount_disk "$k" || true
   if [ -n "${loop[$k]:-}" ]; then losetup -d "${loop[$k]}" || say "losetup -d ${loop[$k]} failed"; loop[$k]=""; fi
+  if [ -n "${emupid[$k]:-}" ]; then
+    say "disk $k: the emulator's peak RSS: $(sed -n 's/^VmHWM: *//p' "/proc/${emupid[$k]}/status" 2>/dev/null)"
+    emupid[$k]=""
+  fi
   if [ -n "${emu[$k]:-}" ]; then stop_emulator "$hddsim" "${emu[$k]}" || say "emulator of disk $k was still busy; detached lazily"; emu[$k]=""; fi
   if [ -n "${img[$k]:-}" ]; then rm -f "${img[$k]}"; img[$k]=""; fi
 }
@@ -552,7 +561,7 @@ if [ "$timed" -gt 0 ]; then
   say "timed phase: $rounds rounds per filesystem, $timed objects of 1 MiB per bucket, disks: $device"
   for k in $(disks); do make_disk "$k"; done
   for ((j = 1; j <= timed; j++)); do new_object "t$j" 1048576; done
-  new_object warm 1048576
+  for ((j = 1; j <= 64; j++)); do new_object "w$j" 1024; done
   results=$work/timed.tsv
   : >"$results"
   order=()
@@ -562,11 +571,11 @@ if [ "$timed" -gt 0 ]; then
   round=0
   for rfs in "${order[@]}"; do
     round=$((round + 1))
-    say "round $round: devices on $rfs"
+    say "round $round: devices on $rfs (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     form_cluster "$rfs"
     for b in repl ec; do
-      put_object 0 "$b" warm || die "round $round: the warm-up PUT to $b failed"
       quiet=1
+      for ((j = 1; j <= 64; j++)); do put_object 0 "$b" "w$j" || die "round $round: a warm-up PUT to $b failed"; done
       t0=$(date +%s.%N)
       for ((j = 1; j <= timed; j++)); do put_object 0 "$b" "t$j" || true; done
       t1=$(date +%s.%N)
@@ -619,7 +628,7 @@ say "scenario: devices on $fs, disks: $device, $disks_per_node disk(s) per node 
 for k in $(disks); do make_disk "$k"; done
 form_cluster "$fs"
 
-say "=== step 1: PUT $nobjects objects per bucket, GET each through every node"
+say "=== [${SECONDS} s] step 1: PUT $nobjects objects per bucket, GET each through every node"
 : >"$work/live"
 : >"$work/deleted"
 for b in repl ec; do
@@ -634,7 +643,7 @@ check_all 0 1 2
 say "ec objects with 3 fragments found, 0 lost (HEAD .../fragments): $(fragments 0) of $(live_count ec)"
 usage
 
-say "=== step 2: SIGKILL node$victim; GET everything through the two left; PUT and DELETE while it is down"
+say "=== [${SECONDS} s] step 2: SIGKILL node$victim; GET everything through the two left; PUT and DELETE while it is down"
 kill_node "$victim"
 left=()
 for ((i = 0; i < nodes; i++)); do [ "$i" = "$victim" ] || left+=("$i"); done
@@ -660,7 +669,7 @@ for b in repl ec; do
 done
 check_all "${left[@]}"
 
-say "=== step 3: node$victim back on the same disks: fsck -n first, then start, synchronise; then stop node$other and GET everything"
+say "=== [${SECONDS} s] step 3: node$victim back on the same disks: fsck -n first, then start, synchronise; then stop node$other and GET everything"
 for k in $(node_disks "$victim"); do
   unmount_disk "$k" || fail "disk $k: unmount after the kill failed"
   fsck_disk "$k" "$fs"
@@ -677,15 +686,23 @@ check_all "${left[@]}"
 start_node "$other"
 check_all "$other"
 
-say "=== step 4: replace node$replaced's disk $replaced.0: a new disk in its place, FrugalOS repairs it"
+say "=== [${SECONDS} s] step 4: replace node$replaced's disk $replaced.0: a new disk in its place, FrugalOS repairs it"
 k=$replaced.0
 dev=$(devid "$k")
-out=$(curl -s -XPUT -d '{"state": "stopped"}' "http://127.0.0.1:${http[replaced]}/v1/devices/$dev/state") || true
-say "PUT /v1/devices/$dev/state {\"state\": \"stopped\"} -> $out; GET state -> $(curl -s "http://127.0.0.1:${http[replaced]}/v1/devices/$dev/state")"
+# Right after a node's start the configuration's Raft may answer "Unstable cluster": retried.
+for ((t = 0; t < 60; t++)); do
+  code=$(curl -s -o "$work/state" -w '%{http_code}' --max-time 30 -XPUT -d '{"state": "stopped"}' \
+    "http://127.0.0.1:${http[replaced]}/v1/devices/$dev/state") || code=000
+  [ "$code" = 200 ] && break
+  sleep 1
+done
+say "PUT /v1/devices/$dev/state {\"state\": \"stopped\"} -> HTTP $code$([ "$t" = 0 ] || echo " after $t retries"): $(head -c 300 "$work/state"); GET state -> $(curl -s "http://127.0.0.1:${http[replaced]}/v1/devices/$dev/state")"
+[ "$code" = 200 ] || fail "FrugalOS did not stop device $dev"
 before=$(stat -c %s "${mnt[$k]}/dev.lusf")
 say "device file ${mnt[$k]}/dev.lusf before the replacement: $before bytes"
 if unmount_disk "$k" 2>"$work/umount.err"; then
-  say "disk $k unmounted with node$replaced still running (the stopped device released its file)"
+  say "disk $k unmounted with node$replaced still running (the stopped device released its file); GET everything through every node, the disk gone"
+  check_all 0 1 2
 else
   say "disk $k did not unmount while node$replaced runs ($(head -1 "$work/umount.err")): FrugalOS still holds the device file after the device stop; stopping node$replaced first"
   stop_node "$replaced"
@@ -718,11 +735,11 @@ for s in 0 1; do
   check_all "$s"
 done
 
-say "=== step 5: stop everything, unmount, fsck -n every disk"
+say "=== [${SECONDS} s] step 5: stop everything, unmount, fsck -n every disk"
 stop_cluster "$fs"
 if [ "$fs" = minfs ]; then
   for k in $(disks); do say "minfs ls ${loop[$k]}: $("$minfs" ls "${loop[$k]}" 2>&1 | tr '\n' ';' | sed 's/;$//; s/;/; /g')"; done
 fi
-say "objects at the end: $(live_count repl) in repl and $(live_count ec) in ec, $(wc -l <"$work/deleted") deleted"
+say "objects at the end: $(live_count repl) in repl and $(live_count ec) in ec, $(wc -l <"$work/deleted") deleted; the scenario took $SECONDS s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$failures" = 0 ] || die "$failures check(s) failed"
 say "all checks passed: three FrugalOS nodes with their devices on $fs, a node killed and back, a disk replaced, every object byte-identical, every fsck clean"
