@@ -58,8 +58,9 @@
 # ext4, minfs, ...), each on a fresh cluster (the same disks, a new mkfs each round): 64
 # warm-up PUTs of 1 KiB per bucket (so that every segment's Raft group has elected its
 # leader), then N PUTs of 1 MiB objects, then N GETs (checked afterwards), in `repl` then
-# `ec`, all through node0; wall time of each phase; at the end the medians per filesystem
-# and their ratio (minfs / ext4).
+# `ec`, all through node0; wall time of each phase (with --device emulated also what the
+# emulated drives were asked during each phase, from their stats.json); at the end the
+# medians per filesystem and their ratio (minfs / ext4).
 #
 # Everything it started or made (FrugalOS servers, mounts, emulators, loop devices, images,
 # WORK) is removed on exit, error and Ctrl-C, unless --keep (then WORK stays, with the
@@ -92,8 +93,9 @@
 #   --keep               leave WORK (logs, data directories; images are removed)
 #   -h, --help
 #
-# Needs root, /dev/fuse, losetup, curl (and mkfs.ext4/e2fsck for ext4). Exit codes: 0 every
-# check passed, 1 a check or a step failed, 2 usage error, 130 interrupted.
+# Needs root, /dev/fuse, losetup, curl (mkfs.ext4 and e2fsck for ext4, jq for a timed phase on
+# emulated drives). Exit codes: 0 every check passed, 1 a check or a step failed, 2 usage
+# error, 130 interrupted.
 set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
@@ -180,6 +182,7 @@ number --rpc-port "$rpc_base"
 [ "$(id -u)" = 0 ] || die "needs root (loop devices, mounts)"
 [ -e /dev/fuse ] || die "needs /dev/fuse"
 for c in curl losetup cmp; do command -v "$c" >/dev/null || die "needs $c"; done
+if [ -n "$profile" ] && [ "$timed" -gt 0 ]; then command -v jq >/dev/null || die "needs jq (the emulated drives' statistics)"; fi
 if [ "$fs" = ext4 ] || [ "$timed" -gt 0 ]; then
   for c in mkfs.ext4 e2fsck; do command -v "$c" >/dev/null || die "needs $c"; done
 fi
@@ -558,6 +561,26 @@ random_size() { shuf -i 300000-5000000 -n 1; }
 
 # --- The timed phase ----------------------------------------------------------------------------
 
+# emu_snapshot FILE: the emulated drives' stats.json (a snapshot at each open), summed: reads,
+# writes, flushes, media reads and the request sizes, as one JSON object.
+emu_snapshot() {
+  local k files=()
+  for k in $(disks); do [ -z "${emu[$k]:-}" ] || files+=("${emu[$k]}/stats.json"); done
+  jq -cs 'reduce .[] as $s ({reads: 0, writes: 0, flushes: 0, media_reads: 0, read_sizes: {}, write_sizes: {}};
+      .reads += $s.requests.reads | .writes += $s.requests.writes | .flushes += $s.requests.flushes
+      | .media_reads += $s.drive.media_reads
+      | reduce ($s.requests.read_sizes | to_entries[]) as $e (.; .read_sizes[$e.key] += $e.value)
+      | reduce ($s.requests.write_sizes | to_entries[]) as $e (.; .write_sizes[$e.key] += $e.value))' \
+    "${files[@]}" >"$1"
+}
+# emu_delta BEFORE AFTER: what the emulated drives were asked between the two snapshots.
+emu_delta() {
+  jq -rn --slurpfile a "$1" --slurpfile b "$2" '$a[0] as $a | $b[0] as $b
+    | def sizes(k): [$b[k] | to_entries[] | {key, value: (.value - ($a[k][.key] // 0))} | select(.value > 0)]
+        | sort_by(.key | tonumber) | map("\(.value) × \(.key | tonumber / 1024) KiB") | join(", ");
+    "\($b.reads - $a.reads) reads (\(sizes("read_sizes"))), \($b.media_reads - $a.media_reads) of them from the media; \($b.writes - $a.writes) writes (\(sizes("write_sizes"))), \($b.flushes - $a.flushes) flushes"'
+}
+
 if [ "$timed" -gt 0 ]; then
   say "timed phase: $rounds rounds per filesystem, $timed objects of 1 MiB per bucket, disks: $device"
   for k in $(disks); do make_disk "$k"; done
@@ -577,14 +600,21 @@ if [ "$timed" -gt 0 ]; then
     for b in repl ec; do
       quiet=1
       for ((j = 1; j <= 64; j++)); do put_object 0 "$b" "w$j" || die "round $round: a warm-up PUT to $b failed"; done
+      [ -z "$profile" ] || emu_snapshot "$work/emu0.json"
       t0=$(date +%s.%N)
       for ((j = 1; j <= timed; j++)); do put_object 0 "$b" "t$j" || true; done
       t1=$(date +%s.%N)
+      [ -z "$profile" ] || emu_snapshot "$work/emu1.json"
       for ((j = 1; j <= timed; j++)); do
         curl -s -o "$work/got-t$j" --max-time 60 "http://127.0.0.1:${http[0]}/v1/buckets/$b/objects/t$j" || true
       done
       t2=$(date +%s.%N)
       quiet=0
+      if [ -n "$profile" ]; then
+        emu_snapshot "$work/emu2.json"
+        say "round $round, $rfs, $b: the emulated drives during the PUTs: $(emu_delta "$work/emu0.json" "$work/emu1.json")"
+        say "round $round, $rfs, $b: the emulated drives during the GETs: $(emu_delta "$work/emu1.json" "$work/emu2.json")"
+      fi
       bad=0
       for ((j = 1; j <= timed; j++)); do
         cmp -s "$work/got-t$j" "$work/objects/t$j" || bad=$((bad + 1))
@@ -714,7 +744,7 @@ remove_disk "$k"
 make_disk "$k"
 mkfs_disk "$k" "$fs"
 mount_disk "$k" "$fs"
-say "disk $k replaced: $old_loop and its image removed; a new $disk_size image on ${loop[$k]}, $fs made, mounted on ${mnt[$k]} (empty: $(find "${mnt[$k]}" -mindepth 1 | wc -l) files)"
+say "disk $k replaced: $old_loop and its image removed; a new $disk_size image on ${loop[$k]}, $fs made, mounted on ${mnt[$k]} (empty: $(find "${mnt[$k]}" -mindepth 1 ! -name lost+found | wc -l) files besides lost+found)"
 stop_node "$replaced"
 start_node "$replaced"
 sleep 2
