@@ -18,15 +18,18 @@
 //! field and the value.
 //!
 //! # Finding a profile by name
-//! [`load`] takes a file, or a name (`st1000dm003`, or `st1000dm003.toml`) looked up in this
-//! order, the first found winning:
+//! [`load`] takes a file (a path to an existing file: an edited or new profile), or a name
+//! (`st1000dm003`, or `st1000dm003.toml`):
 //!
-//! 1. the directories of [`profile_dirs`]: `hddsim/profiles` of the checkout the program was
-//!    built from (while it exists), `./profiles`, `./hddsim/profiles`, and
-//!    `PREFIX/share/hddsim/profiles` next to the installed program (`PREFIX/bin/hddsim`;
-//!    `scripts/install.sh` puts the profiles there);
-//! 2. the profiles built into the program ([`BUILT_IN`]: every `profiles/*.toml` at build
-//!    time), so an installed `hddsim` or `minfs-bench hdd-replay` works with no file at all.
+//! 1. a name of a profile built into the program ([`BUILT_IN`]: every `profiles/*.toml` at
+//!    build time) is that profile, whatever files of the same name lie around — so a program
+//!    models with the rules it was built with, not with a checkout's files edited since
+//!    (the bug this order fixes: a binary built before a profile gained a setting read the
+//!    newer file and failed every replay of a run);
+//! 2. another name is looked up in the directories of [`profile_dirs`]: `hddsim/profiles` of
+//!    the checkout the program was built from (while it exists), `./profiles`,
+//!    `./hddsim/profiles`, and `PREFIX/share/hddsim/profiles` next to the installed program
+//!    (`PREFIX/bin/hddsim`; `scripts/install.sh` puts the profiles there).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -837,11 +840,15 @@ pub fn profile_dirs() -> Vec<PathBuf> {
 /// `NAME.toml` in [`profile_dirs`]. A name found only among the [`BUILT_IN`] profiles is
 /// [`ProfileError::NotFound`] here; [`load`] takes it from there.
 pub fn resolve(spec: &str) -> Result<PathBuf, ProfileError> {
+    resolve_in(spec, profile_dirs())
+}
+
+/// [`resolve`] in `dirs`.
+fn resolve_in(spec: &str, dirs: Vec<PathBuf>) -> Result<PathBuf, ProfileError> {
     let direct = Path::new(spec);
     if direct.is_file() {
         return Ok(direct.to_path_buf());
     }
-    let dirs = profile_dirs();
     let plain = !spec.contains('/') && !spec.is_empty();
     if plain {
         let file = if spec.ends_with(".toml") {
@@ -888,32 +895,39 @@ fn read_file(path: &Path) -> Result<(String, String, String), ProfileError> {
     Ok((text, path.display().to_string(), stem))
 }
 
-/// Loads the profile `spec` names: a file, or a name (see the [module docs](self) for the
-/// order the places are searched in, the [`BUILT_IN`] profiles last), optionally followed by
+/// Loads the profile `spec` names: a file, or a name (see the [module docs](self): a built-in
+/// profile's name is the built-in profile, other names are looked up in [`profile_dirs`]),
+/// optionally followed by
 /// overrides, `PROFILE+PARAM=VALUE[,PARAM=VALUE…]` (e.g.
 /// `st1000dm003+write_hit_clean=keep,write_hit_dirty=merge`). An overridden profile's
 /// [`Profile::stem`] is the whole `spec` minus any directory and `.toml`, so a report names
 /// the variant.
 pub fn load(spec: &str) -> Result<Profile, ProfileError> {
+    load_in(spec, profile_dirs())
+}
+
+/// [`load`], looking names up in `dirs`.
+fn load_in(spec: &str, dirs: Vec<PathBuf>) -> Result<Profile, ProfileError> {
     if Path::new(spec).is_file() {
         return Profile::load(Path::new(spec));
     }
     let (base, overrides) = split_overrides(spec)?;
-    // The profile's text, where it came from (for errors), and its stem.
-    let (text, origin, base_stem) = match resolve(base) {
-        Ok(path) => read_file(&path)?,
-        Err(e @ ProfileError::NotFound { .. }) => match built_in(base) {
-            Some(text) if !base.contains('/') => {
-                let stem = base.strip_suffix(".toml").unwrap_or(base);
-                (
-                    text.to_string(),
-                    format!("{stem} (built in)"),
-                    stem.to_string(),
-                )
-            }
-            _ => return Err(e),
-        },
-        Err(e) => return Err(e),
+    // The profile's text, where it came from (for errors), and its stem: a built-in one first.
+    let plain = !base.contains('/') && !Path::new(base).is_file();
+    let found = match built_in(base) {
+        Some(text) if plain => {
+            let stem = base.strip_suffix(".toml").unwrap_or(base);
+            Ok((
+                text.to_string(),
+                format!("{stem} (built in)"),
+                stem.to_string(),
+            ))
+        }
+        _ => Err(()),
+    };
+    let (text, origin, base_stem) = match found {
+        Ok(t) => t,
+        Err(()) => read_file(&resolve_in(base, dirs)?)?,
     };
     if overrides.is_empty() {
         return Profile::from_toml(&text, &origin, &base_stem);
@@ -1341,6 +1355,33 @@ rmw_revolutions = { value = 2.0, source = "s" }
         assert!(e.contains("or among the built-in profiles"), "{e}");
         let e = resolve("/nonexistent/x.toml").unwrap_err().to_string();
         assert!(e.contains("not a file"), "{e}");
+    }
+
+    /// Bug: a program read a profile file of a built-in profile's name from its build
+    /// checkout, where the file had since gained a setting the program did not know: every
+    /// replay of a run failed ("unknown field `destage_unit`"). A built-in profile's name is
+    /// now the built-in profile; a file is read when named by its path.
+    #[test]
+    fn a_file_of_a_built_in_profiles_name_does_not_shadow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = BUILT_IN
+            .iter()
+            .find(|(n, _)| *n == "st1000dm003")
+            .unwrap()
+            .1
+            .replace("value = 7200\n", "value = 5400\n");
+        let file = dir.path().join("st1000dm003.toml");
+        std::fs::write(&file, &text).unwrap();
+        let dirs = || vec![dir.path().to_path_buf()];
+        // In a directory the lookup searches, the name still means the built-in profile.
+        assert_eq!(load_in("st1000dm003", dirs()).unwrap().rpm, 7200.0);
+        assert_eq!(load_in("st1000dm003.toml", dirs()).unwrap().rpm, 7200.0);
+        // The file by its path.
+        assert_eq!(load_in(file.to_str().unwrap(), dirs()).unwrap().rpm, 5400.0);
+        // A name that is not built in is found there.
+        std::fs::write(dir.path().join("slow.toml"), &text).unwrap();
+        let slow = load_in("slow+rpm=4200", dirs()).unwrap();
+        assert_eq!((slow.rpm, slow.stem.as_str()), (4200.0, "slow+rpm=4200"));
     }
 
     /// Every `profiles/*.toml` is built in, as it is on disk, and loads; a built-in profile is
