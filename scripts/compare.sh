@@ -11,11 +11,15 @@
 # prints the report's verdict. Each run's line shows the time elapsed and an estimate of the
 # time left.
 #
-# How long: the default before minfs-fuse-grow was added (6 workloads x 9 targets x 3 runs =
-# 162 runs at scale 0.1, a 4.6 GiB image, about 280 MB of results) took 18 min (1,091 s) on a
-# 2-vCPU VM while other jobs kept it loaded (load average 13.7 at its end), with the release
-# binaries built; a first build comes on top. With minfs-fuse-grow the default is 180 runs,
-# about a ninth more (not timed). Run time grows about in proportion to --scale and --runs.
+# How long, and why: the default (6 workloads x 5 targets x 18 rounds = 540 runs at scale 0.5)
+# is sized so that its verdict can tell a 5 % difference from none on a 2-vCPU VM: at scale
+# 0.5 a comparison's per-round noise was 5.2 % (median over the 24; 2.3–15 %), and with 18
+# rounds the verdict's intervals, held to 95 % together over the 24 comparisons, are ±4.7 %
+# (median) and call an equal target different in 4.5 % of simulated reports
+# (bencher-workloads/tests/verdict_stats.rs; docs/COMPARISON.md, "How the default run is
+# sized"). Its measured time is in README.md. Run time grows about in proportion to --scale,
+# --runs and the targets; fewer than 10 rounds judge nothing at the default's 24 comparisons;
+# a quicker, coarser look: --scale 0.1 --runs 10 (intervals several times wider).
 #
 # Options:
 #   --device DEV        use this block device instead of a loop device. Refused when it is
@@ -72,14 +76,15 @@
 #                       minfs-fuse (Cannyls' FileNvm on
 #                       a file of a FUSE-mounted minfs: `minfs mount`, the file sized first)
 #                       minfs-fuse-grow (the same, but FileNvm creates the file and it grows
-#                       as Cannyls writes, as FrugalOS's file devices do) (default: all of
-#                       them; the minfs-fuse targets are left out with a note where /dev/fuse
-#                       is missing).
+#                       as Cannyls writes, as FrugalOS's file devices do); `all` for every one
+#                       (default: minfs,minfs-fuse,ext4,xfs,raw; the minfs-fuse targets are
+#                       left out with a note where /dev/fuse is missing).
 #                       TARGET@N runs TARGET at Cannyls block size N (512 or 4096), e.g.
 #                       ext4@4096, xfs@4096: a list can hold one filesystem at both sizes
-#   --scale F           multiply every workload count by F (default 0.1)
-#   --runs N            runs per workload and target; targets are interleaved run by run and
-#                       the report shows the median and min–max (default 3)
+#   --scale F           multiply every workload count by F (default 0.5)
+#   --runs N            rounds: runs per workload and target; each round runs every target
+#                       once (with --order runs), and the verdict pairs a target's run with
+#                       minfs's of the same round (default 18)
 #   --block-size N      Cannyls block size of every target but minfs-512 (default: each
 #                       target's own: minfs 4096, MinfsNvm's default; the FileNvm targets
 #                       (ext4*, xfs*, raw, minfs-fuse*) 512; minfs-512 always 512)
@@ -127,10 +132,11 @@ image_size=""
 sector_size=512
 keep_image=0
 workloads="seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k"
-targets="minfs,minfs-512,minfs-fuse,minfs-fuse-grow,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
+all_targets="minfs,minfs-512,minfs-fuse,minfs-fuse-grow,ext4,ext4-prealloc,ext4-defaults,xfs,xfs-prealloc,raw"
+targets="minfs,minfs-fuse,ext4,xfs,raw"
 targets_given=0
-scale=0.1
-runs=3
+scale=0.5
+runs=18
 block_size=""
 seed=""
 trace=auto
@@ -156,7 +162,7 @@ while [ $# -gt 0 ]; do
     --sector-size) need_arg "$@"; sector_size=$2; shift 2 ;;
     --keep-image) keep_image=1; shift ;;
     --workloads) need_arg "$@"; workloads=$2; shift 2 ;;
-    --targets) need_arg "$@"; targets=$2; targets_given=1; shift 2 ;;
+    --targets) need_arg "$@"; targets=$2; targets_given=1; [ "$targets" = all ] && targets=$all_targets; shift 2 ;;
     --scale) need_arg "$@"; scale=$2; shift 2 ;;
     --runs) need_arg "$@"; runs=$2; shift 2 ;;
     --block-size) need_arg "$@"; block_size=$2; shift 2 ;;

@@ -321,11 +321,11 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 ~ | 2.73 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 1.00 ~ | 0.50 ▼ |"
+        "| rand-mixed-1m | 1 | 1.00 | 0.50 |"
     );
     assert!(md.find("| seq-256k |").unwrap() < md.find("| rand-mixed-1m |").unwrap());
     assert!(md.contains(
@@ -429,7 +429,7 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     assert!(m.contains("(profile `st1000dm003`)"));
     assert_eq!(
         line_with(m, "| seq-256k |"),
-        "| seq-256k | 1 | 2.00 ▲ | 3.00 (1/2 runs) |"
+        "| seq-256k | 1 | 2.00 | 3.00 (1/2 runs) |"
     );
     assert_eq!(
         line_with(m, "| rand-mixed-1m |"),
@@ -481,12 +481,15 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     assert!(m.contains("[plots/modelled.svg](plots/modelled.svg)"));
     let mm = fs::read_to_string(dir.join("plots/modelled.svg")).unwrap();
     assert!(mm.starts_with("<svg ") && mm.contains("Modelled on Seagate ST1000DM003"));
-    // The summary's modelled verdict: ext4's 42/22 and 42/20 s, the one comparison judged.
+    // The summary's modelled verdict: two rounds cannot reach 95 % (2⁻² > 2.5 %).
     let summary = &md[md
         .find("### Modelled on the drive")
         .expect("modelled summary")..];
     assert!(
-        summary.contains("- **seq-256k**: slower than minfs: ext4 2.00× [1.09–3.67]"),
+        summary.contains(
+            "- **seq-256k**: not judged, with fewer than 6 rounds of it and minfs: ext4 2.00×, \
+             xfs 3.00×."
+        ),
         "{summary}"
     );
     // What needs no model, in the summary: re-opening writes per put from the traces (ext4's
@@ -499,7 +502,7 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     let table = &md[md.find("## Summary: ratio of total elapsed").unwrap()..];
     assert_eq!(
         line_with(table, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 ~ | 2.73 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
     );
     let second = outputs(dir);
     assert_eq!(second.len(), 9);
@@ -530,17 +533,15 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 ~ | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
+        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
     );
     assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
-    // The verdict: raw, never run, is named apart; xfs and btrfs ran once. ext4's two
-    // rounds, 16/10 and 20/12, give 1.63× with an interval too wide to call (three
-    // comparisons judged: each at 98.3 %, t with one degree of freedom).
+    // The verdict: raw, never run, is named apart; xfs and btrfs ran once, ext4 twice: too
+    // few for three comparisons at 95 % together (each at 98.3 %: 7 rounds at least).
     assert_eq!(
         verdict_of(&md, "seq-256k"),
-        "- **seq-256k**: no difference from minfs found at this resolution: ext4 1.63× \
-         [0.75–3.56]; not judged, with fewer than 2 rounds of it and minfs: xfs 2.73×, btrfs \
-         2.00×; no successful run of raw."
+        "- **seq-256k**: not judged, with fewer than 7 rounds of it and minfs: ext4 1.64×, xfs \
+         2.73×, btrfs 2.00×; no successful run of raw."
     );
 
     // Without minfs, the first target is the baseline and the text says so.
@@ -564,7 +565,7 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 0.50 ~ |"
+        "| rand-mixed-1m | 1 | 0.50 |"
     );
     // A plot no workload makes any more is removed; other files stay.
     assert!(!dir.join("plots/cdf-gone.svg").exists());
@@ -663,7 +664,7 @@ fn bad_inputs_fail_naming_the_file() {
     );
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1.64 ~ | 1 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1.64 | 1 | 2.73 (1/2 runs) |"
     );
 
     // Usage errors.
@@ -713,12 +714,13 @@ fn the_report_opens_with_a_summary_of_both_verdicts() {
         .expect("a summary");
     assert!(summary < md.find("| Workload |").unwrap(), "{md}");
     assert!(summary < md.find("**Total elapsed**").unwrap(), "{md}");
-    // rand-mixed-1m: xfs 2/4 and 3/6 s, both rounds 0.50: an interval of no width.
+    // rand-mixed-1m: two rounds are too few for three comparisons at 95 % together.
     assert_eq!(
         verdict_of(&md, "rand-mixed-1m"),
-        "- **rand-mixed-1m**: faster than minfs: xfs 0.50× [0.50–0.50]; no difference from \
-         minfs found at this resolution: ext4 1.02× [0.00–2350.67]."
+        "- **rand-mixed-1m**: not judged, with fewer than 7 rounds of it and minfs: ext4 \
+         1.00×, xfs 0.50×."
     );
+    assert!(md.contains("that needs at least 7 rounds"));
     // The method, with its level and the number of comparisons, and what is measured.
     assert!(
         md.contains("each interval at 98.33 %, so that all 3 comparisons hold together at 95 %")
@@ -730,10 +732,11 @@ fn the_report_opens_with_a_summary_of_both_verdicts() {
     assert!(md.contains("▲ slower, ▼ faster than minfs (the interval of the ratio lies"));
 }
 
-/// Six rounds of one workload: a target 20 % slower in every round is found slower, one
-/// within 1 % of minfs is within ±5 %, one 20 % faster is found faster, one that scatters by
-/// ±30 % is not called either way, one run alone is not judged. Four comparisons judged:
-/// each interval at 98.75 %. (The figures are checked against scipy's t quantiles.)
+/// Ten rounds of one workload: a target 20 % slower in every round (±1 %) is found slower,
+/// one within 1 % of minfs is within ±5 %, one 20 % faster is found faster, one that scatters
+/// by ±30 % is not called either way, one run alone is not judged. Four comparisons judged:
+/// each interval at 98.75 %, which 8 rounds can reach. (The figures were checked against a
+/// separate Hodges–Lehmann / signed-rank computation.)
 #[test]
 fn paired_rounds_tell_slower_faster_equal_and_undecided() {
     let tmp = tempfile::tempdir().unwrap();
@@ -743,25 +746,48 @@ fn paired_rounds_tell_slower_faster_equal_and_undecided() {
         "loop-512 (loop device, direct I/O, over a 300 MiB zero-filled image)",
         "w",
         &[
-            ("minfs", &[10000, 12000, 11000, 13000, 10000, 12000]),
-            ("ext4", &[12100, 14300, 13300, 15500, 12000, 14500]),
-            ("xfs", &[10100, 11900, 11100, 12900, 10050, 12100]),
-            ("raw", &[8000, 9700, 8800, 10300, 8100, 9600]),
-            ("zfs", &[13000, 9000, 14000, 10000, 12000, 16000]),
+            (
+                "minfs",
+                &[
+                    10000, 12000, 11000, 13000, 10000, 12000, 11500, 10500, 12500, 11000,
+                ],
+            ),
+            (
+                "ext4",
+                &[
+                    12120, 14328, 13306, 15444, 12000, 14486, 13745, 12713, 14895, 13240,
+                ],
+            ),
+            (
+                "xfs",
+                &[
+                    10030, 11916, 11099, 12948, 10060, 12000, 11385, 10584, 12438, 11110,
+                ],
+            ),
+            (
+                "raw",
+                &[8080, 9677, 8800, 10358, 7944, 9552, 9108, 8450, 10090, 8826],
+            ),
+            (
+                "zfs",
+                &[
+                    13000, 9000, 14000, 10000, 12000, 16000, 9500, 15500, 11000, 13500,
+                ],
+            ),
             ("btrfs", &[30000]),
         ],
     );
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: slower than minfs: ext4 1.20× [1.19–1.22]; faster than minfs: raw 0.80× \
-         [0.79–0.81]; within ±5 % of minfs: xfs 1.00× [0.99–1.02]; no difference from minfs \
-         found at this resolution: zfs 1.07× [0.71–1.63]; not judged, with fewer than 2 rounds \
-         of it and minfs: btrfs 2.61×."
+        "- **w**: slower than minfs: ext4 1.20× [1.19–1.21]; faster than minfs: raw 0.80× \
+         [0.79–0.81]; within ±5 % of minfs: xfs 1.00× [0.99–1.01]; no difference from minfs \
+         found at this resolution: zfs 1.05× [0.79–1.37]; not judged, with fewer than 8 rounds \
+         of it and minfs: btrfs 2.67×."
     );
     assert_eq!(
         line_with(&md, "| w |"),
-        "| w | 1 | 1.20 ▲ | 1.00 = | 0.80 ▼ | 1.09 ~ | 2.61 (1/6 runs) |"
+        "| w | 1 | 1.20 ▲ | 1.00 = | 0.80 ▼ | 1.11 ~ | 2.67 (1/10 runs) |"
     );
     // A loop device over an image: the measured verdict says what it does not measure; no
     // traces: nothing modelled.
@@ -793,7 +819,7 @@ fn verdict_names_targets_without_runs_apart_from_the_ratios() {
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: not judged, with fewer than 2 rounds of it and minfs: xfs 3.00×; no \
+        "- **w**: not judged, with fewer than 6 rounds of it and minfs: xfs 3.00×; no \
          successful run of ext4, raw."
     );
 }
@@ -812,7 +838,7 @@ fn one_run_each_is_not_judged_and_the_emulated_device_is_named() {
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: not judged, with fewer than 2 rounds of it and minfs: ext4 3.00×, xfs 0.50×."
+        "- **w**: not judged, with fewer than 6 rounds of it and minfs: ext4 3.00×, xfs 0.50×."
     );
     assert_eq!(line_with(&md, "| w |"), "| w | 1 | 3.00 | 0.50 |");
     assert!(

@@ -219,6 +219,9 @@ pub struct Judgements {
     pub comparisons: usize,
     /// The confidence of each interval.
     pub confidence: f64,
+    /// The fewest rounds an interval at that confidence needs; a comparison with fewer is not
+    /// judged ([`stats::min_rounds`]).
+    pub min_rounds: usize,
 }
 
 /// Every target against the baseline, per workload (see [`stats`] for the method): the
@@ -229,6 +232,7 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
             cells: vec![Vec::new(); cmp.workloads.len()],
             comparisons: 0,
             confidence: stats::confidence(1),
+            min_rounds: stats::min_rounds(stats::confidence(1)),
         };
     };
     let totals: Vec<Vec<Vec<Option<f64>>>> = cmp
@@ -256,8 +260,8 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
                     if t == b {
                         return None;
                     }
-                    let interval =
-                        stats::paired_interval(&totals[w][t], &totals[w][b], confidence)?;
+                    let interval = stats::paired_interval(&totals[w][t], &totals[w][b], confidence)
+                        .filter(|i| i.high.is_finite())?;
                     Some(Judged {
                         interval,
                         judgement: stats::judge(&interval),
@@ -270,6 +274,7 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         cells,
         comparisons,
         confidence,
+        min_rounds: stats::min_rounds(confidence),
     }
 }
 
@@ -392,7 +397,8 @@ fn verdict_sentence_with(
     }
     if !unjudged.is_empty() {
         parts.push(format!(
-            "not judged, with fewer than 2 rounds of it and {base}: {}",
+            "not judged, with fewer than {} rounds of it and {base}: {}",
+            judged.min_rounds.max(2),
             list(unjudged)
         ));
     }
@@ -639,14 +645,16 @@ fn method_line(judged: &Judgements, base: &str) -> String {
         );
     }
     format!(
-        "N× is the geometric mean over the rounds of a target's total elapsed / {base}'s in the \
-         same round; [low–high] its confidence interval (Student's t on the logarithms of the \
-         per-round ratios, each interval at {:.2} %, so that all {} comparisons hold together \
-         at 95 %: Bonferroni). Slower or faster: the interval lies above or below 1; within \
+        "N× is a target's total elapsed / {base}'s in the same round, the Hodges–Lehmann \
+         estimate over the rounds; [low–high] its confidence interval (the Wilcoxon signed-rank \
+         test's, distribution-free; each interval at {:.2} %, so that all {} comparisons hold \
+         together at 95 %: Bonferroni; that needs at least {} rounds, and a comparison with \
+         fewer is not judged). Slower or faster: the interval lies above or below 1; within \
          ±5 %: it lies inside 0.952–1.05; otherwise no difference was found at this \
          resolution. Method and sources: `bencher-workloads/src/compare/stats.rs`.",
         judged.confidence * 100.0,
-        judged.comparisons
+        judged.comparisons,
+        judged.min_rounds
     )
 }
 
