@@ -212,10 +212,6 @@ pub fn rounds_needed(sd: f64, half_width: f64, confidence: f64) -> usize {
 mod tests {
     use super::*;
 
-    fn some(v: &[f64]) -> Vec<Option<f64>> {
-        v.iter().map(|&x| Some(x)).collect()
-    }
-
     #[test]
     fn signed_rank_null_distribution() {
         // n = 3: the 8 sign patterns give W⁺ = 0, 1, 2, 3, 3, 4, 5, 6.
