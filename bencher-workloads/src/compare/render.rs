@@ -334,7 +334,7 @@ fn verdict_sentence_with(
             Some(s) if id == s => "shipped".to_string(),
             Some(s) => md(id
                 .strip_prefix(s)
-                .and_then(|x| x.strip_prefix('-'))
+                .and_then(|x| x.strip_prefix('-').or_else(|| x.strip_prefix('+')))
                 .unwrap_or(id)),
             None => md(id),
         };
@@ -398,7 +398,11 @@ fn verdict_sentence_with(
     if !unjudged.is_empty() {
         parts.push(format!(
             "not judged, with fewer than {} rounds of it and {base}: {}",
-            judged.min_rounds.max(2),
+            if judged.comparisons == 0 {
+                2
+            } else {
+                judged.min_rounds
+            },
             list(unjudged)
         ));
     }
@@ -506,6 +510,15 @@ pub fn interval_note(cmp: &Comparison, source: Source<'_>) -> String {
         "no intervals: fewer than 2 rounds".to_string()
     } else {
         format!("bars: intervals, 95 % over all {} together", j.comparisons)
+    }
+}
+
+/// A profile's title: its name, and for a profile with overrides (`st1000dm003+PARAM=VALUE`,
+/// whose name is its base's) the overrides too.
+pub fn profile_title(p: &Profile) -> String {
+    match p.id.split_once('+') {
+        Some((_, overrides)) => format!("{}, with {}", p.name, overrides),
+        None => p.name.clone(),
     }
 }
 
@@ -636,6 +649,55 @@ fn reopen_table(cmp: &Comparison, profile: &str) -> String {
     out
 }
 
+/// For every target the measured verdict finds faster than the baseline: one line of what it
+/// and the baseline sent to the device (writes, MB written, reads, flushes, from the block
+/// traces of the median modelled run — trace counts, the same under every profile) and their
+/// Cannyls block sizes. Empty without traces.
+fn faster_than_baseline(cmp: &Comparison, judged: &Judgements) -> Vec<String> {
+    let (Some(b), Some((shipped, _))) = (cmp.baseline(), model_variants(cmp)) else {
+        return Vec::new();
+    };
+    let work = |w: usize, t: usize| -> Option<(DriveWork, u64)> {
+        let run = median_run(&cmp.cells[w][t].modelled(&shipped.id))?;
+        Some((
+            run.model.work.clone(),
+            u64::from(run.report.info.block_size),
+        ))
+    };
+    let describe = |d: &DriveWork, block: u64| {
+        let flushes =
+            d.flushes.unwrap_or(0) + d.preflush_writes.unwrap_or(0) + d.fua_writes.unwrap_or(0);
+        format!(
+            "{} writes of {} MB, {} reads of {} MB, {} flushes or FUA writes, block size {block}",
+            opt_count(d.writes),
+            opt_mb(d.write_bytes),
+            opt_count(d.reads),
+            opt_mb(d.read_bytes),
+            format::thousands(flushes)
+        )
+    };
+    let mut out = Vec::new();
+    for (w, row) in judged.cells.iter().enumerate() {
+        for (t, j) in row.iter().enumerate() {
+            if !matches!(j, Some(j) if j.judgement == Judgement::Faster) {
+                continue;
+            }
+            let (Some((dt, bt)), Some((db, bb))) = (work(w, t), work(w, b)) else {
+                continue;
+            };
+            out.push(format!(
+                "{} on **{}**: {} against {}'s {}.",
+                md(&cmp.targets[t]),
+                md(&cmp.workloads[w]),
+                describe(&dt, bt),
+                md(&cmp.targets[b]),
+                describe(&db, bb)
+            ));
+        }
+    }
+    out
+}
+
 /// The method in one paragraph, for `judged`.
 fn method_line(judged: &Judgements, base: &str) -> String {
     if judged.comparisons == 0 {
@@ -682,6 +744,17 @@ pub fn verdict(cmp: &Comparison) -> String {
             "- {}",
             verdict_sentence_with(cmp, w, Source::Measured, &judged, None)
         );
+    }
+    let why = faster_than_baseline(cmp, &judged);
+    if !why.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nWhere a target was faster than {base}, what it sent to the device, from the \
+             block traces (median run):\n"
+        );
+        for line in why {
+            let _ = writeln!(out, "- {line}");
+        }
     }
     let _ = writeln!(
         out,
@@ -790,7 +863,7 @@ fn measured_vs_modelled(cmp: &Comparison) -> String {
         let names: Vec<String> = cmp
             .profiles
             .iter()
-            .map(|p| format!("\"Modelled on {}\"", md(&p.name)))
+            .map(|p| format!("\"Modelled on {}\"", md(&profile_title(p))))
             .collect();
         format!(
             " The **modelled** tables ({}) are not timed at all: each run's block requests \
@@ -1163,7 +1236,7 @@ fn write_hits_table(out: &mut String, cmp: &Comparison, w: usize, profile: &str)
 fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Option<&str>) {
     let source = Source::Modelled(&p.id);
     let (base, _) = baseline_words(cmp);
-    let _ = writeln!(out, "# Modelled on {}\n", md(&p.name));
+    let _ = writeln!(out, "# Modelled on {}\n", md(&profile_title(p)));
     let _ = writeln!(
         out,
         "Modelled HDD times (profile `{}`): the block requests each run issued, replayed \
