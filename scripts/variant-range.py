@@ -2,14 +2,15 @@
 """The comparison as a range across the drive model's rule sets.
 
     scripts/variant-range.py --shipped LABEL=DIR [--emulated LABEL=DIR]... \
-        [--replayed PROFILE[=LABEL]]... [--targets T,...] [--workloads W,...]
+        [--replayed [LABEL:]PROFILE]... [--targets T,...] [--workloads W,...]
 
 DIR is a comparison directory written by scripts/compare.sh. For every workload and target the
 ratio of its total elapsed to minfs's (median over runs) is taken:
 
 - measured in the shipped rule set's emulated directory (--shipped) and in each other emulated
   directory (--emulated: the same comparison run on the drive emulated under another rule set);
-- modelled, for each --replayed PROFILE, from the shipped directory's own block traces replayed
+- modelled, for each --replayed PROFILE (labelled LABEL where given; a profile may carry
+  overrides, PROFILE+PARAM=VALUE), from the shipped directory's own block traces replayed
   under PROFILE (run-K.model-PROFILE.json, written by `minfs-bench hdd-replay` or
   scripts/remodel.sh): what those requests cost under other rules, with the host's timing as it
   was on the shipped drive.
@@ -80,8 +81,10 @@ def main():
         t for t in meta.get("targets", []) if t != "minfs"]
     replayed = []
     for spec in a.replayed:
-        p, _, label = spec.partition("=")
-        replayed.append((label or p, p))
+        label, sep, p = spec.partition(":")
+        if not sep:
+            label, p = spec, spec
+        replayed.append((label, p))
     # Columns: (label, how).
     columns = [(f"{ship_label} (emulated)", lambda w, t: ratio(ship_dir, w, t))]
     for label, d in emulated:
