@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The reliability suites (README "Reliability"), with larger counts for nightly runs:
+# The reliability suites (docs/RELIABILITY.md), with larger counts for nightly runs:
 #   1. minfs crash_sweep    crash images after every device operation + random crash seeds
 #   2. cannyls crash        a Cannyls storage on minfs, crashed at every device operation
 #                           (block size 4096 and 512; plain and 512e media: 1 and 2 both run a
-#                           512e read-modify-write mode too, README "Reliability")
+#                           512e read-modify-write mode too, docs/RELIABILITY.md)
 #   3. minfs io_errors      a read/write/flush failing once or for good at every operation
 #   4. minfs malformed_bitflips, bencher-workloads bad_input   malformed metadata and input
 #   5. minfs cli_bad_input  the CLI on bad input

@@ -4,7 +4,7 @@
 # Loop-device tests need root; without it they are skipped with a printed reason
 # (MINFS_REQUIRE_LOOP=1 turns those skips into failures, as CI does).
 #
-# The reliability suites (README "Reliability": minfs/tests/crash_sweep.rs, io_errors.rs,
+# The reliability suites (docs/RELIABILITY.md: minfs/tests/crash_sweep.rs, io_errors.rs,
 # cannyls-adapter/tests/crash.rs) run once, inside `cargo test --workspace`, at their default
 # counts; the crash suites also in a 512e read-modify-write mode (`*_512e`) and the Cannyls one
 # at block size 512 too (`cannyls_crash_512*`). cargo test hides a passing test's output, so each suite also leaves its counts line

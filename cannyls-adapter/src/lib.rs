@@ -16,7 +16,7 @@
 //! - **Block size**: by default [`DEFAULT_BLOCK_SIZE`] (4096), or the device's physical sector
 //!   size when that is larger, so that every Cannyls write covers whole physical sectors: on a
 //!   512e disk no write makes the drive read-modify-write a 4 KiB sector, which a power cut can
-//!   ruin whole, neighbours and all (README "Reliability"). It must be a multiple of the
+//!   ruin whole, neighbours and all (docs/RELIABILITY.md). It must be a multiple of the
 //!   device's logical sector size; a device where it is not is refused
 //!   ([`Error::NoDefaultBlockSize`]). [`MinfsNvm::with_block_size`] picks another multiple of
 //!   the logical sector, e.g. 512 (Cannyls' own default: smaller lumps, but on 512e disks
