@@ -206,7 +206,7 @@ fi
 nodes=3
 for ((i = 0; i < nodes; i++)); do
   for p in $((http_base + i)) $((rpc_base + i)); do
-    if ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+    if [ -n "$(ss -Hltn "sport = :$p" 2>/dev/null || true)" ]; then
       die "port $p on this host is in use (--http-port/--rpc-port name others)"
     fi
   done
@@ -427,7 +427,7 @@ get_object() {
     [ "$t" -le "$max_wait" ] || max_wait=$t
     [ "$t" = 0 ] || say "GET $2/$3 via node$1: as expected ($4) after $t s"
   else
-    fail "GET $2/$3 via node$1: HTTP $code, expected $4$([ "$4" = present ] && [ "$code" = 200 ] && echo ", bytes differ: $(cmp "$got" "$work/objects/$3" 2>&1 | head -1)")"
+    fail "GET $2/$3 via node$1: HTTP $code, expected $4$([ "$4" = present ] && [ "$code" = 200 ] && echo ", bytes differ: $(cmp "$got" "$work/objects/$3" 2>&1 | sed -n 1p)")"
   fi
 }
 # The objects: "BUCKET NAME" lines in $work/live and $work/deleted.

@@ -234,15 +234,16 @@ fn cli() {
         err.contains("no profile `nosuch`") && err.contains("st1000dm003-4kn"),
         "{err}"
     );
-    // A per-run override: the first revision's rules on the shipped profile model what the
-    // st1000dm003-merge profile models, under the override's name.
+    // A per-run override: the first revision's five rules on the shipped profile model what
+    // the st1000dm003-merge profile models, under the override's name.
     let out = bin()
         .args([
             "hdd-replay",
             "--json",
             "-",
             "--profile",
-            "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge",
+            "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge,destage_unit=track,\
+             rmw_grouping=each,rmw_revolutions=1",
         ])
         .arg(hddsim_data("hdd-mixed.trace"))
         .arg(hddsim_data("hdd-mixed.oplog"))
@@ -256,7 +257,8 @@ fn cli() {
     let mut v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(
         v["model"]["profile"],
-        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge"
+        "st1000dm003+write_hit_clean=keep,write_hit_dirty=merge,destage_unit=track,\
+             rmw_grouping=each,rmw_revolutions=1"
     );
     let mut merge: Value = serde_json::from_str(
         &std::fs::read_to_string(data("hdd-mixed.st1000dm003-merge.json")).unwrap(),
@@ -279,7 +281,10 @@ fn cli() {
             .arg(hddsim_data("hdd-mixed.oplog")),
     );
     assert!(
-        err.contains("write_hit_dirty = \"later\": must be \"write-first\" or \"merge\""),
+        err.contains(
+            "write_hit_dirty = \"later\": must be \"write-first\", \"merge\", \
+             \"overwrite-unless-writing\" or \"wait-if-writing\""
+        ),
         "{err}"
     );
     // LBAs past the drive's end are refused.

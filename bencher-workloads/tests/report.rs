@@ -848,3 +848,75 @@ fn one_run_each_is_not_judged_and_the_emulated_device_is_named() {
     assert!(md.contains("a loop device over an emulated drive (`hddsim emulate`)"));
     assert!(!md.contains("That is not a drive"));
 }
+
+/// Where the measured verdict finds a target faster than minfs, the summary says in one line
+/// what each sent to the device (counts from the median modelled run's trace) and their block
+/// sizes; a target found slower gets no such line.
+#[test]
+fn a_target_found_faster_is_explained_by_what_it_sent_to_the_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let minfs: [u64; 10] = [
+        10000, 12000, 11000, 13000, 10000, 12000, 11500, 10500, 12500, 11000,
+    ];
+    let raw: Vec<u64> = minfs.iter().map(|m| m * 8 / 10).collect();
+    let ext4: Vec<u64> = minfs.iter().map(|m| m * 12 / 10).collect();
+    totals_fixture(
+        dir,
+        "loop-512 (loop device, direct I/O, over a 300 MiB zero-filled image)",
+        "w",
+        &[("minfs", &minfs), ("raw", &raw), ("ext4", &ext4)],
+    );
+    // Modelled runs: minfs 2,000 writes of 256 KiB with block size 4096; raw and ext4 1,000
+    // and 3,000 at 512; every run of a target sends the same.
+    for (t, writes, block) in [
+        ("minfs", 2000u64, 4096u32),
+        ("raw", 1000, 512),
+        ("ext4", 3000, 512),
+    ] {
+        for k in 1..=10u64 {
+            let mut rep = report("w", t, (10 + k) * S, (10 + k) * S, 50e6, MS);
+            rep.info.block_size = block;
+            let mut v = serde_json::to_value(&rep).unwrap();
+            v["model"] = json!({
+                "profile": "st1000dm003",
+                "profile_name": "Seagate ST1000DM003 (512e, modelled)",
+                "sequential_limit_ns": 10 * S,
+                "requests": 1234,
+                "writes": writes,
+                "write_bytes": writes * 262_144,
+                "reads": 3,
+                "read_bytes": 12288,
+                "flushes": 10,
+                "preflush_writes": 2,
+                "fua_writes": 1
+            });
+            fs::write(
+                run_dir(dir, "w", t).join(format!("run-{k}.model-st1000dm003.json")),
+                serde_json::to_string(&v).unwrap(),
+            )
+            .unwrap();
+        }
+    }
+    let md = render(dir);
+    assert!(
+        verdict_of(&md, "w").contains("faster than minfs: raw 0.80×"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Where a target was faster than minfs, what it sent to the device"),
+        "{md}"
+    );
+    let line = line_with(&md, "- raw on **w**: ");
+    assert!(line.contains("1,000 writes of 262"), "{line}");
+    assert!(
+        line.contains("13 flushes or FUA writes, block size 512"),
+        "{line}"
+    );
+    assert!(
+        line.contains("against minfs's 2,000 writes of 524"),
+        "{line}"
+    );
+    assert!(line.ends_with("block size 4096."), "{line}");
+    assert!(!md.contains("- ext4 on **w**"), "{md}");
+}

@@ -295,9 +295,11 @@ fn a_helper_from_elsewhere_is_refused() {
 
 /// The installed `hddsim` and `minfs-bench hdd-replay` find their drive profiles with the
 /// checkout out of reach (a tmpfs over it in a private mount namespace, run from an empty
-/// directory): from `PREFIX/share/hddsim/profiles` first (a broken installed profile is named),
-/// and, with that directory gone, from the profiles built into the programs. Needs root and
-/// unshare(1); skipped otherwise (a failure under MINFS_REQUIRE_LOOP=1).
+/// directory): a built-in name is the built-in profile, whatever file of that name is
+/// installed (a broken installed `st1000dm003.toml` changes nothing); another name is found in
+/// `PREFIX/share/hddsim/profiles` (a broken one is named); with that directory gone, the
+/// built-in profiles still work. Needs root and unshare(1); skipped otherwise (a failure under
+/// MINFS_REQUIRE_LOOP=1).
 #[test]
 fn installed_tools_find_profiles_without_the_checkout() {
     let test = "installed_tools_find_profiles_without_the_checkout";
@@ -355,36 +357,49 @@ fn installed_tools_find_profiles_without_the_checkout() {
         "$3/bin/hddsim" validate --profile st1000dm003 >/dev/null
         "$3/bin/hddsim" validate --profile st1000dm003-merge+write_hit_clean=keep >/dev/null
         "$3/bin/minfs-bench" hdd-replay --profile st1000dm003-4kn "$4/hdd-mixed.trace" "$4/hdd-mixed.oplog" >/dev/null
+        if [ -n "$5" ]; then
+          "$3/bin/minfs-bench" hdd-replay --profile "$5" "$4/hdd-mixed.trace" "$4/hdd-mixed.oplog" >/dev/null
+        fi
         test -z "$(ls -A "$2")"
     "#;
-    let run = || {
+    let run = |extra: &str| {
         Command::new("unshare")
             .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
             .args([&checkout, &empty, &prefix, &data])
+            .arg(extra)
             .output()
             .unwrap()
     };
-    let out = run();
+    let out = run("");
     assert!(out.status.success(), "installed profiles: {}", text(&out));
 
-    // The installed directory is searched before the built-in profiles: a broken installed
-    // profile is what is reported.
+    // A built-in name is the built-in profile: a broken installed file of that name is not
+    // read (regression: a binary read its checkout's newer file and failed).
     let installed = profiles.join("st1000dm003.toml");
     let good = std::fs::read(&installed).unwrap();
     std::fs::write(&installed, "rpm = \"fast\"\n").unwrap();
-    let out = run();
+    let out = run("");
+    assert!(out.status.success(), "built-in name: {}", text(&out));
+
+    // Another name is looked up in the installed directory: found there, and a broken one is
+    // named with its path.
+    let custom = profiles.join("site-drive.toml");
+    std::fs::write(&custom, &good).unwrap();
+    let out = run("site-drive");
+    assert!(out.status.success(), "installed profile: {}", text(&out));
+    std::fs::write(&custom, "rpm = \"fast\"\n").unwrap();
+    let out = run("site-drive");
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&installed.display().to_string()),
+        stderr.contains(&custom.display().to_string()),
         "{}",
         text(&out)
     );
-    std::fs::write(&installed, good).unwrap();
 
     // No installed profiles: the built-in ones.
     std::fs::remove_dir_all(&profiles).unwrap();
-    let out = run();
+    let out = run("");
     assert!(out.status.success(), "built-in profiles: {}", text(&out));
     // Nothing was left mounted over the checkout out here.
     assert!(checkout.join("Cargo.toml").is_file());

@@ -398,11 +398,7 @@ fn verdict_sentence_with(
     if !unjudged.is_empty() {
         parts.push(format!(
             "not judged, with fewer than {} rounds of it and {base}: {}",
-            if judged.comparisons == 0 {
-                2
-            } else {
-                judged.min_rounds
-            },
+            judged.min_rounds.max(2),
             list(unjudged)
         ));
     }
