@@ -28,6 +28,8 @@ if [ "$(id -u)" = 0 ]; then
     [ -x /lib/systemd/system-generators/systemd-fstab-generator ] || missing+=(systemd)
   command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
   command -v strip >/dev/null || missing+=(binutils)
+  # The reports' PNG plots (resvg) draw their text with a system font.
+  [ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
