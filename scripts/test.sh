@@ -28,6 +28,9 @@ if [ "$(id -u)" = 0 ]; then
     [ -x /lib/systemd/system-generators/systemd-fstab-generator ] || missing+=(systemd)
   command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
   command -v strip >/dev/null || missing+=(binutils)
+  # docgen's completions test parses the zsh and fish scripts with the shells themselves.
+  command -v zsh >/dev/null || missing+=(zsh)
+  command -v fish >/dev/null || missing+=(fish)
   # The reports' PNG plots (resvg) draw their text with a system font.
   [ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
   if [ ${#missing[@]} -gt 0 ]; then

@@ -33,6 +33,7 @@ pub struct Args {
 
 /// `mkfs.minfs`'s arguments, which mkfs(8) passes as `mkfs.minfs [OPTIONS] DEVICE [SIZE]`:
 /// `minfs mkfs`'s, and SIZE after the target.
+#[cfg(feature = "fuse")]
 #[derive(Debug, clap::Args)]
 pub struct HelperArgs {
     #[command(flatten)]
@@ -45,6 +46,7 @@ pub struct HelperArgs {
 }
 
 /// SIZE of `mkfs.minfs`: a bare number counts 1 KiB blocks.
+#[cfg(feature = "fuse")]
 fn helper_size(s: &str) -> Result<u64, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return s
@@ -57,6 +59,7 @@ fn helper_size(s: &str) -> Result<u64, String> {
 }
 
 /// Runs `mkfs.minfs`; a bad SIZE is a usage error (the message, `Err`).
+#[cfg(feature = "fuse")]
 pub fn run_helper(h: HelperArgs) -> Result<anyhow::Result<ExitCode>, String> {
     let mut a = h.args;
     if let Some(blocks) = &h.blocks {
