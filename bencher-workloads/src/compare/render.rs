@@ -661,8 +661,7 @@ fn faster_than_baseline(cmp: &Comparison, judged: &Judgements) -> Vec<String> {
         ))
     };
     let describe = |d: &DriveWork, block: u64| {
-        let flushes =
-            d.flushes.unwrap_or(0) + d.preflush_writes.unwrap_or(0) + d.fua_writes.unwrap_or(0);
+        let flushes = flush_total(d).unwrap_or(0);
         format!(
             "{} writes of {} MB, {} reads of {} MB, {} flushes or FUA writes, block size {block}",
             opt_count(d.writes),
@@ -1108,12 +1107,18 @@ fn sum2(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// One row of [`drive_work_table`]: the cells after the target's name.
-fn drive_work_cells(d: &DriveWork) -> Vec<String> {
-    let flushes = match (d.flushes, d.preflush_writes, d.fua_writes) {
+/// Flushes, pre-flushed writes and FUA writes together (`None` when the run has none of the
+/// three figures).
+fn flush_total(d: &DriveWork) -> Option<u64> {
+    match (d.flushes, d.preflush_writes, d.fua_writes) {
         (None, None, None) => None,
         (f, p, u) => Some(f.unwrap_or(0) + p.unwrap_or(0) + u.unwrap_or(0)),
-    };
+    }
+}
+
+/// One row of [`drive_work_table`]: the cells after the target's name.
+fn drive_work_cells(d: &DriveWork) -> Vec<String> {
+    let flushes = flush_total(d);
     let rmw = match (d.rmw_penalties, d.rmw_ns) {
         (Some(n), t) => format!("{} ({})", opt_count(Some(n)), format::opt_time(t)),
         (None, _) => "—".to_string(),
