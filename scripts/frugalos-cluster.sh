@@ -227,6 +227,7 @@ done
 declare -A img=() emu=() emupid=() loop=() mnt=() mfs=() used=()
 disks() { local i d; for ((i = 0; i < nodes; i++)); do for ((d = 0; d < disks_per_node; d++)); do echo "$i.$d"; done; done; }
 node_disks() { local d; for ((d = 0; d < disks_per_node; d++)); do echo "$1.$d"; done; }
+other_nodes() { local i; for ((i = 0; i < nodes; i++)); do [ "$i" = "$1" ] || echo "$i"; done; }
 devid() { echo "n${1%.*}d${1#*.}"; }
 
 failures=0
@@ -676,8 +677,7 @@ usage
 
 say "=== [${SECONDS} s] step 2: SIGKILL node$victim; GET everything through the two left; PUT and DELETE while it is down"
 kill_node "$victim"
-left=()
-for ((i = 0; i < nodes; i++)); do [ "$i" = "$victim" ] || left+=("$i"); done
+mapfile -t left < <(other_nodes "$victim")
 check_all "${left[@]}"
 down_ec=0
 for b in repl ec; do
@@ -711,8 +711,7 @@ wait_synced "$victim" "$down_ec" || true
 usage
 stop_node "$other"
 say "node$other stopped (frugalos stop)"
-left=()
-for ((i = 0; i < nodes; i++)); do [ "$i" = "$other" ] || left+=("$i"); done
+mapfile -t left < <(other_nodes "$other")
 check_all "${left[@]}"
 start_node "$other"
 check_all "$other"
@@ -763,8 +762,7 @@ usage
 for s in 0 1; do
   stop_node "$s"
   say "node$s stopped (frugalos stop)"
-  left=()
-  for ((i = 0; i < nodes; i++)); do [ "$i" = "$s" ] || left+=("$i"); done
+  mapfile -t left < <(other_nodes "$s")
   check_all "${left[@]}"
   start_node "$s"
   check_all "$s"

@@ -14,7 +14,7 @@
 //! symmetric about the true one — which holds exactly for two targets that do not differ (the
 //! two runs of a round are exchangeable). So when no target differs from the baseline, the
 //! chance that a report calls *any* of them slower or faster is at most 5 %. With n rounds the
-//! attainable levels are multiples of 2⁻ⁿ: below about log₂(2M/α) rounds (8 for one
+//! attainable levels are multiples of 2⁻ⁿ: below about log₂(2M/α) rounds (6 for one
 //! comparison, 10 for the default's 24) no interval reaches the level, and nothing is judged.
 //!
 //! Working on logarithms of paired ratios follows the benchmarking literature that reports a
