@@ -914,20 +914,16 @@ fn load_in(spec: &str, dirs: Vec<PathBuf>) -> Result<Profile, ProfileError> {
     let (base, overrides) = split_overrides(spec)?;
     // The profile's text, where it came from (for errors), and its stem: a built-in one first.
     let plain = !base.contains('/') && !Path::new(base).is_file();
-    let found = match built_in(base) {
+    let (text, origin, base_stem) = match built_in(base) {
         Some(text) if plain => {
             let stem = base.strip_suffix(".toml").unwrap_or(base);
-            Ok((
+            (
                 text.to_string(),
                 format!("{stem} (built in)"),
                 stem.to_string(),
-            ))
+            )
         }
-        _ => Err(()),
-    };
-    let (text, origin, base_stem) = match found {
-        Ok(t) => t,
-        Err(()) => read_file(&resolve_in(base, dirs)?)?,
+        _ => read_file(&resolve_in(base, dirs)?)?,
     };
     if overrides.is_empty() {
         return Profile::from_toml(&text, &origin, &base_stem);
