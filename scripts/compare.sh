@@ -202,12 +202,12 @@ if [ "$whole_drive" = 1 ]; then
   [ "$sector_size" = 512 ] || usage_error "--whole-drive: the drive's logical sectors are 512 bytes (--sector-size 4096 is not the modelled drive)"
 fi
 
-all_targets="minfs minfs-512 minfs-fuse minfs-fuse-grow ext4 ext4-prealloc ext4-defaults xfs xfs-prealloc raw"
+known_targets=${all_targets//,/ }
 IFS=, read -r -a target_list <<<"$targets"
 [ ${#target_list[@]} -gt 0 ] || usage_error "--targets is empty"
 for t in "${target_list[@]}"; do
   base=${t%%@*}
-  [[ " $all_targets " == *" $base "* ]] || usage_error "unknown target '$base' (known: $all_targets)"
+  [[ " $known_targets " == *" $base "* ]] || usage_error "unknown target '$base' (known: $known_targets)"
   if [[ $t == *@* ]]; then
     [ "${t#*@}" = 512 ] || [ "${t#*@}" = 4096 ] \
       || usage_error "target '$t': the block size after @ is 512 or 4096"
