@@ -52,6 +52,21 @@ pub struct Meta {
     /// report's modelled verdict gives the first with the range across them all). Without
     /// it, every profile but a `-4kn` one, `st1000dm003` first where present.
     pub variants: Option<Vec<String>>,
+    /// How the rounds were ended: `budget` (each comparison stopped once decided, the verdict
+    /// a confidence sequence: [`super::sequential`]) or `fixed` (`--runs`; the fixed-count
+    /// signed-rank interval). Absent in directories written before 2026-11-27: `fixed`.
+    pub stopping: Option<String>,
+    /// `--budget` in seconds (budget runs).
+    pub budget_s: Option<f64>,
+    /// The most rounds a budget run would take.
+    pub max_rounds: Option<u64>,
+}
+
+impl Meta {
+    /// Whether the runs stopped each comparison once decided (`"stopping": "budget"`).
+    pub fn sequential(&self) -> bool {
+        self.stopping.as_deref() == Some("budget")
+    }
 }
 
 /// The `"model"` object of a modelled report (other keys are ignored).

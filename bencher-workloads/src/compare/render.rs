@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::format::{self, md};
 use super::layout::{Cell, Comparison, DriveWork, Modelled, Profile, Run};
 use super::plot::Dot;
+use super::sequential;
 use super::stats::{self, Interval, Judgement};
 use super::{plot_files, png_name, Source};
 use crate::run::report::RunReport;
@@ -220,8 +221,13 @@ pub struct Judgements {
     /// The confidence of each interval.
     pub confidence: f64,
     /// The fewest rounds an interval at that confidence needs; a comparison with fewer is not
-    /// judged ([`stats::min_rounds`]).
+    /// judged ([`stats::min_rounds`], [`sequential::min_rounds`]).
     pub min_rounds: usize,
+    /// Whether the intervals are a confidence sequence's (a budget run, each comparison
+    /// stopped once decided: [`sequential`]) rather than fixed-count signed-rank intervals.
+    pub sequential: bool,
+    /// A budget run's `--budget`, seconds.
+    pub budget_s: Option<f64>,
 }
 
 /// Every target against the baseline, per workload (see [`stats`] for the method): the
@@ -233,6 +239,8 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
             comparisons: 0,
             confidence: stats::confidence(1),
             min_rounds: stats::min_rounds(stats::confidence(1)),
+            sequential: cmp.meta.sequential(),
+            budget_s: cmp.meta.budget_s,
         };
     };
     let totals: Vec<Vec<Vec<Option<f64>>>> = cmp
@@ -240,6 +248,9 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         .iter()
         .map(|row| row.iter().map(|c| round_totals(c, source)).collect())
         .collect();
+    if cmp.meta.sequential() {
+        return sequential_judgements(cmp, b, &totals);
+    }
     // First the family: the comparisons with at least 2 paired rounds.
     let paired = |w: usize, t: usize| {
         totals[w][t]
@@ -275,7 +286,77 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         comparisons,
         confidence,
         min_rounds: stats::min_rounds(confidence),
+        sequential: false,
+        budget_s: None,
     }
+}
+
+/// [`judgements`] of a budget run: each comparison's confidence sequence ([`sequential`]) at
+/// 0.05/M, M the comparisons planned (every workload × every target but the baseline), so the
+/// family does not depend on which comparisons stopped when. A comparison whose sequence is
+/// still unbounded is `None` (undecided).
+fn sequential_judgements(
+    cmp: &Comparison,
+    b: usize,
+    totals: &[Vec<Vec<Option<f64>>>],
+) -> Judgements {
+    let comparisons = cmp.workloads.len() * cmp.targets.len().saturating_sub(1);
+    let alpha = sequential::alpha(comparisons);
+    let cells = (0..cmp.workloads.len())
+        .map(|w| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if t == b {
+                        return None;
+                    }
+                    let d = sequential::paired_log_ratios(&totals[w][t], &totals[w][b]);
+                    let interval =
+                        sequential::interval(&d, alpha).filter(|i| i.high.is_finite())?;
+                    Some(Judged {
+                        interval,
+                        judgement: stats::judge(&interval),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    Judgements {
+        cells,
+        comparisons,
+        confidence: 1.0 - alpha,
+        min_rounds: sequential::min_rounds(alpha),
+        sequential: true,
+        budget_s: cmp.meta.budget_s,
+    }
+}
+
+/// What the runner decides after a round (`minfs-bench compare --budget`): per workload and
+/// target (the comparison's order), `None` for the baseline, else the measured verdict so far
+/// — `Judgement::Undecided` while the comparison must go on. The same function the report's
+/// verdict uses ([`judgements`]), so the rule that stops a comparison is the report's.
+pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
+    let judged = judgements(cmp, Source::Measured);
+    let b = cmp.baseline();
+    judged
+        .cells
+        .iter()
+        .map(|row| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if Some(t) == b {
+                        None
+                    } else {
+                        Some(
+                            row.get(t)
+                                .copied()
+                                .flatten()
+                                .map_or(Judgement::Undecided, |j| j.judgement),
+                        )
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// `1.42× [1.30–1.55]`, or `1.42×` without an interval.
@@ -351,12 +432,21 @@ fn verdict_sentence_with(
                 )
             })
             .unwrap_or_default();
+        // A budget run stops each comparison when decided: say after how many rounds.
+        let rounds = |n: usize| {
+            if judged.sequential {
+                format!(" ({n} round{})", if n == 1 { "" } else { "s" })
+            } else {
+                String::new()
+            }
+        };
         match judged.cells[w][t] {
             Some(j) => {
                 let text = format!(
-                    "{} {}{range}",
+                    "{} {}{}{range}",
                     md(target),
-                    ratio_with_interval(j.interval.ratio, Some(&j.interval))
+                    ratio_with_interval(j.interval.ratio, Some(&j.interval)),
+                    rounds(j.interval.rounds)
                 );
                 let entry = (j.interval.ratio, text);
                 match j.judgement {
@@ -372,7 +462,17 @@ fn verdict_sentence_with(
                     Some(r) => format!("{} {}{range}", md(target), ratio_with_interval(r, None)),
                     None => md(target),
                 };
-                unjudged.push((r.unwrap_or(f64::NAN), text));
+                if judged.sequential {
+                    let base_totals = round_totals(&cmp.cells[w][b], source);
+                    let n = sequential::paired_log_ratios(
+                        &round_totals(&cmp.cells[w][t], source),
+                        &base_totals,
+                    )
+                    .len();
+                    undecided.push((r.unwrap_or(f64::NAN), format!("{text}{}", rounds(n))));
+                } else {
+                    unjudged.push((r.unwrap_or(f64::NAN), text));
+                }
             }
         }
     }
@@ -390,10 +490,17 @@ fn verdict_sentence_with(
         parts.push(format!("within ±5 % of {base}: {}", list(equal)));
     }
     if !undecided.is_empty() {
-        parts.push(format!(
-            "no difference from {base} found at this resolution: {}",
-            list(undecided)
-        ));
+        if judged.sequential {
+            parts.push(format!(
+                "undecided against {base} within the budget: {}",
+                list(undecided)
+            ));
+        } else {
+            parts.push(format!(
+                "no difference from {base} found at this resolution: {}",
+                list(undecided)
+            ));
+        }
     }
     if !unjudged.is_empty() {
         parts.push(format!(
@@ -701,13 +808,33 @@ fn method_line(judged: &Judgements, base: &str) -> String {
              judge by (N× is the ratio of medians)."
         );
     }
+    if judged.sequential {
+        let budget = match judged.budget_s {
+            Some(b) => format!("the budget ({})", format::time(b * 1e9)),
+            None => "the budget".to_string(),
+        };
+        return format!(
+            "N× is a target's total elapsed / {base}'s in the same round, the geometric mean \
+             over the rounds; [low–high] its anytime-valid confidence sequence (a t-mixture \
+             e-value, valid however the rounds are stopped; each at {:.2} %, so that all {} \
+             planned comparisons hold together at 95 %: Bonferroni; at least {} rounds to bound \
+             one). Each comparison ran until decided or until {budget} could fit no further \
+             round: within ±5 %: the interval lies inside 0.952–1.05; else slower or faster: \
+             it lies above or below 1; else undecided within the budget. The sequence assumes \
+             independent rounds of a normal shape, checked on noise measured here. Method and \
+             sources: `bencher-workloads/src/compare/sequential.rs`.",
+            judged.confidence * 100.0,
+            judged.comparisons,
+            judged.min_rounds
+        );
+    }
     format!(
         "N× is a target's total elapsed / {base}'s in the same round, the Hodges–Lehmann \
          estimate over the rounds; [low–high] its confidence interval (the Wilcoxon signed-rank \
          test's, distribution-free; each interval at {:.2} %, so that all {} comparisons hold \
          together at 95 %: Bonferroni; that needs at least {} rounds, and a comparison with \
-         fewer is not judged). Slower or faster: the interval lies above or below 1; within \
-         ±5 %: it lies inside 0.952–1.05; otherwise no difference was found at this \
+         fewer is not judged). Within ±5 %: the interval lies inside 0.952–1.05; else slower \
+         or faster: it lies above or below 1; otherwise no difference was found at this \
          resolution. Method and sources: `bencher-workloads/src/compare/stats.rs`.",
         judged.confidence * 100.0,
         judged.comparisons,
