@@ -9,6 +9,8 @@
 //!
 //! - [`layout`]: reading the directory (`compare.json`, `runs/<workload>/<target>/run-<k>.*`);
 //! - [`render`]: the figures (medians over runs, ratios to the baseline) and `report.md`;
+//! - [`split`]: a file system's gap to minfs split into Cannyls' block size's part and the
+//!   file system's (`fs` against `fs@4096`);
 //! - [`stats`]: the verdict's method (ratios with simultaneous confidence intervals);
 //! - [`plot`]: the plots (ratios with their intervals, measured and modelled; latency CDFs),
 //!   each as SVG and PNG;
@@ -22,6 +24,7 @@ pub mod format;
 pub mod layout;
 pub mod plot;
 pub mod render;
+pub mod split;
 pub mod stats;
 
 use std::fs;
