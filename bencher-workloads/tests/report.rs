@@ -1178,3 +1178,25 @@ fn a_target_with_fewer_rounds_than_minfs_renders_with_its_round_count() {
         "| seq-256k | minfs | 4096 | 8/8 | n/a | 0.00 | 0.00 | n/a | n/a |"
     );
 }
+
+/// With one round of each (the committed whole-drive runs), the split gives that round's
+/// ratios, without intervals.
+#[test]
+fn one_round_splits_into_that_rounds_ratios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    rounds_fixture(
+        dir,
+        "seq-4m",
+        &[
+            ("minfs", 4096, vec![Some(1000)]),
+            ("xfs", 512, vec![Some(3000)]),
+            ("xfs@4096", 4096, vec![Some(1200)]),
+        ],
+    );
+    let md = render(dir);
+    assert_eq!(
+        line_with(&md, "| seq-4m | xfs |"),
+        "| seq-4m | xfs | 3.00× | 1.20× | 2.50× | 1 |"
+    );
+}

@@ -78,8 +78,27 @@ pub fn pairs(cmp: &Comparison, source: Source<'_>) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The ratio of the one round in which both `a` and `b` ran (no interval: from 0 to
+/// infinity), `None` unless there is exactly one.
+fn one_round(a: &[Option<f64>], b: &[Option<f64>]) -> Option<Interval> {
+    let both: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter_map(|(a, b)| Some(a.as_ref()? / b.as_ref()?))
+        .collect();
+    match both[..] {
+        [r] if r.is_finite() && r > 0.0 => Some(Interval {
+            ratio: r,
+            low: 0.0,
+            high: f64::INFINITY,
+            rounds: 1,
+        }),
+        _ => None,
+    }
+}
+
 /// Per workload and pair of [`pairs`], the split over the rounds in which the target, its
-/// `@4096` twin and minfs all ran (at least 2).
+/// `@4096` twin and minfs all ran (a single round gives its ratios, without intervals).
 pub fn splits(cmp: &Comparison, source: Source<'_>) -> Vec<Split> {
     let Some(b) = cmp.baseline() else {
         return Vec::new();
@@ -102,11 +121,12 @@ pub fn splits(cmp: &Comparison, source: Source<'_>) -> Vec<Split> {
                 (0..n).map(|k| v[k].filter(|_| all(k))).collect()
             };
             let (fs, fs4, base) = (keep(&fs), keep(&fs4), keep(&base));
-            let (Some(total), Some(file_system), Some(block_size)) = (
-                stats::paired_interval(&fs, &base, confidence),
-                stats::paired_interval(&fs4, &base, confidence),
-                stats::paired_interval(&fs, &fs4, confidence),
-            ) else {
+            let ratio = |a: &[Option<f64>], b: &[Option<f64>]| {
+                stats::paired_interval(a, b, confidence).or_else(|| one_round(a, b))
+            };
+            let (Some(total), Some(file_system), Some(block_size)) =
+                (ratio(&fs, &base), ratio(&fs4, &base), ratio(&fs, &fs4))
+            else {
                 continue;
             };
             out.push(Split {
@@ -183,7 +203,7 @@ pub fn section(cmp: &Comparison) -> String {
          multiply to the total. Each is the Hodges–Lehmann estimate over the rounds in which \
          all three ran (the same rounds for the three), with its 95 % signed-rank interval \
          taken on its own (a description of the gap, not a verdict; no interval with fewer \
-         than 6 rounds).\n\n",
+         than 6 rounds, the round's own ratios with one).\n\n",
     );
     if !measured.is_empty() {
         let _ = writeln!(out, "Measured:\n\n{measured}");
