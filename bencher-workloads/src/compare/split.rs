@@ -206,10 +206,10 @@ pub fn section(cmp: &Comparison) -> String {
          than 6 rounds, the round's own ratios with one).\n\n",
     );
     if !measured.is_empty() {
-        let _ = writeln!(out, "Measured:\n\n{measured}");
+        let _ = write!(out, "Measured:\n\n{measured}");
     }
     if let Some((shipped, t)) = modelled.filter(|(_, t)| !t.is_empty()) {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "Modelled on the drive ({}, `{}`):\n\n{t}",
             md(&shipped.name),
