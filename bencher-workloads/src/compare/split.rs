@@ -198,7 +198,8 @@ pub fn section(cmp: &Comparison) -> String {
          minfs runs Cannyls at block size 4096, a file system target at Cannyls' default \
          (512), and `fs@4096` is the same file system with Cannyls at 4096. So per workload \
          **total** = fs against minfs (the whole gap), **at 4096** = fs@4096 against minfs \
-         (the file system's own part, both at 4096), **block size part** = fs against fs@4096 \
+         (the file system's own part, both at 4096; for `raw`, the bare device against minfs \
+         at the same block size), **block size part** = fs against fs@4096 \
          (what Cannyls' block size costs on that file system); in each round the two parts \
          multiply to the total. Each is the Hodges–Lehmann estimate over the rounds in which \
          all three ran (the same rounds for the three), with its 95 % signed-rank interval \
