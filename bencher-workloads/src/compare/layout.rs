@@ -129,6 +129,14 @@ pub struct DriveWork {
     pub reopen_writes: Option<u64>,
     /// Those with a read between the previous write and them.
     pub reopen_writes_after_read: Option<u64>,
+    /// Writes that cover a 4096-byte physical sector only in part (do not start or do not
+    /// end on a 4096-byte boundary), counted from the trace (no model); absent in reports
+    /// from before they were counted.
+    pub partial_sector_writes: Option<u64>,
+    /// Those issued while a put ran (the put's data).
+    pub partial_sector_writes_in_puts: Option<u64>,
+    /// Those issued while a sync ran (Cannyls' journal).
+    pub partial_sector_writes_in_syncs: Option<u64>,
     /// Physical sectors the drive held whole, all clean, that a write covered in part.
     pub reopened_clean: Option<u64>,
     /// The same with some of it dirty.

@@ -9,6 +9,8 @@
 //!
 //! - [`layout`]: reading the directory (`compare.json`, `runs/<workload>/<target>/run-<k>.*`);
 //! - [`render`]: the figures (medians over runs, ratios to the baseline) and `report.md`;
+//! - [`split`]: a file system's gap to minfs split into Cannyls' block size's part and the
+//!   file system's (`fs` against `fs@4096`);
 //! - [`stats`]: the verdict's method (ratios with simultaneous confidence intervals);
 //! - [`sequential`]: the verdict of a run that stops each comparison once decided (an
 //!   anytime-valid confidence sequence);
@@ -26,6 +28,7 @@ pub mod layout;
 pub mod plot;
 pub mod render;
 pub mod sequential;
+pub mod split;
 pub mod stats;
 
 use std::fs;

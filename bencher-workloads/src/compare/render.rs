@@ -702,51 +702,111 @@ fn puts(r: &RunReport) -> u64 {
         .sum()
 }
 
-/// "What needs no model": per workload and target, the writes that re-open a 4 KiB sector
-/// per put, counted from the block trace (median over the runs that have it). Empty when no
-/// trace count is there.
+/// Syncs in a run report: the count of its `Sync` kind.
+fn syncs(r: &RunReport) -> u64 {
+    r.kinds
+        .iter()
+        .filter(|k| k.kind == "Sync")
+        .map(|k| k.count)
+        .sum()
+}
+
+/// The median over `runs` of `figure` (`None` for a run without it); `n/a` when no run has
+/// it, `—` when the figure is there but has no denominator (no puts, no syncs, no partial
+/// writes).
+fn median_of(
+    runs: &[&Modelled],
+    decimals: usize,
+    figure: impl Fn(&Modelled) -> Option<Option<f64>>,
+) -> String {
+    let got: Vec<Option<f64>> = runs.iter().filter_map(|m| figure(m)).collect();
+    if got.is_empty() {
+        return "n/a".to_string();
+    }
+    let values: Vec<f64> = got.into_iter().flatten().collect();
+    format::median(&values).map_or_else(|| "—".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// `n / d`, `None` when `d` is 0.
+fn per(n: u64, d: u64) -> Option<f64> {
+    (d > 0).then(|| n as f64 / d as f64)
+}
+
+/// "What needs no model": per workload and target, from the block traces of the modelled
+/// runs of `profile` (the counts are the trace's, the same under every profile; median over
+/// the runs): the writes that cover a 4 KiB physical sector only in part, per put and per
+/// sync, and the share of them issued in syncs (Cannyls' journal) and in puts (the data),
+/// next to the writes that re-open a 4 KiB sector per put. `n/a` where a run's report has no
+/// such count (written before it was counted). Empty when no trace count is there.
 fn reopen_table(cmp: &Comparison, profile: &str) -> String {
     let mut rows = Vec::new();
     for (w, name) in cmp.workloads.iter().enumerate() {
-        let cells: Vec<String> = cmp
-            .targets
-            .iter()
-            .enumerate()
-            .map(|(t, _)| {
-                let per: Vec<f64> = cmp.cells[w][t]
-                    .modelled(profile)
-                    .iter()
-                    .filter_map(|m| {
-                        let n = puts(&m.report);
-                        Some(m.model.work.reopen_writes? as f64 / n.max(1) as f64)
-                    })
-                    .collect();
-                format::median(&per).map_or_else(|| "—".to_string(), |x| format!("{x:.2}"))
-            })
-            .collect();
-        if cells.iter().any(|c| c != "—") {
-            rows.push((md(name), cells));
+        let mut lines = Vec::new();
+        let mut counted = false;
+        for (t, target) in cmp.targets.iter().enumerate() {
+            let runs = cmp.cells[w][t].modelled(profile);
+            if runs.is_empty() {
+                continue;
+            }
+            counted |= runs.iter().any(|m| {
+                m.model.work.reopen_writes.is_some() || m.model.work.partial_sector_writes.is_some()
+            });
+            let mut sizes: Vec<u32> = runs.iter().map(|m| m.report.info.block_size).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            let block = match sizes[..] {
+                [b] if b > 0 => b.to_string(),
+                [_] => "—".to_string(),
+                _ => "mixed".to_string(),
+            };
+            let partial = |m: &Modelled| m.model.work.partial_sector_writes;
+            let share = |m: &Modelled, part: Option<u64>| Some(per(100 * part?, partial(m)?));
+            let cells = [
+                median_of(&runs, 2, |m| {
+                    Some(per(m.model.work.reopen_writes?, puts(&m.report)))
+                }),
+                median_of(&runs, 2, |m| Some(per(partial(m)?, puts(&m.report)))),
+                median_of(&runs, 2, |m| Some(per(partial(m)?, syncs(&m.report)))),
+                median_of(&runs, 0, |m| {
+                    share(m, m.model.work.partial_sector_writes_in_syncs)
+                }),
+                median_of(&runs, 0, |m| {
+                    share(m, m.model.work.partial_sector_writes_in_puts)
+                }),
+            ];
+            lines.push(format!(
+                "| {} | {} | {block} | {}/{} | {} |",
+                md(name),
+                md(target),
+                runs.len(),
+                cmp.runs,
+                cells.join(" | ")
+            ));
+        }
+        if counted {
+            rows.extend(lines);
         }
     }
     if rows.is_empty() {
         return String::new();
     }
     let mut out = String::from(
-        "Re-opening writes per put, counted from the block traces alone (a write that starts \
-         inside the 4 KiB sector just below the previous write's 4 KiB-aligned end: the next \
-         put landing in the zeros a filesystem padded the last one with); on a 512e drive each \
-         is a physical sector written twice or read back:\n\n| Workload |",
+        "Partial-sector and re-opening writes, counted from the block traces alone (median over \
+         the runs, per put and per sync of the run): a write that does not start or does not end on a 4096-byte boundary covers a physical sector of a 512e \
+         drive only in part, so the drive must read the rest back or merge it in its cache \
+         before it writes the sector (**partial-sector writes**: Cannyls' journal writes at \
+         block size 512 as well as puts landing in a block a filesystem zero-padded); **in \
+         syncs** / **in puts**: the share of them issued while a sync ran (Cannyls writes its \
+         journal at a sync) or while a put ran (the put's data). **Re-opening writes** are the \
+         puts that start inside the 4 KiB sector just below the previous write's \
+         4 KiB-aligned end (the zeros a filesystem padded the last put with): a physical \
+         sector written twice or read back. n/a: the run's report predates the count.\n\n\
+         | Workload | Target | Block size | Runs | Re-opening writes per put | Partial-sector \
+         writes per put | per sync | in syncs (%) | in puts (%) |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for t in &cmp.targets {
-        let _ = write!(out, " {} |", md(t));
-    }
-    out.push_str("\n| --- |");
-    for _ in &cmp.targets {
-        out.push_str(" ---: |");
-    }
-    out.push('\n');
-    for (name, cells) in rows {
-        let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+    for row in rows {
+        let _ = writeln!(out, "{row}");
     }
     out.push('\n');
     out
@@ -951,6 +1011,7 @@ pub fn verdict(cmp: &Comparison) -> String {
             let _ = writeln!(out, "![modelled ratios]({})\n", png_name(file));
         }
     }
+    out.push_str(&super::split::section(cmp));
     out
 }
 
