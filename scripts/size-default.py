@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """How many rounds a comparison needs to tell a 5 % difference, from a pilot run.
 
-    scripts/size-default.py DIR [--margin 0.05] [--comparisons M] [--residuals FILE]
+    scripts/size-default.py DIR... [--margin 0.05] [--comparisons M] [--residuals FILE]
 
-DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs). For
+DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs); with
+several (e.g. one pilot per workload, each at its own scale) their comparisons are pooled. For
 each workload and target but minfs, the per-round log-ratios d_k = ln(target / minfs, round k)
 are taken from the measured runs; their standard deviation s is the comparison's noise. The
 report's interval is exp(mean ± t·s/√n) with t Student's quantile at 1 − 0.05/(2M) (M the
@@ -83,26 +84,20 @@ def rounds_needed(sd, half, confidence):
     return 10000
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dir")
-    ap.add_argument("--margin", type=float, default=0.05)
-    ap.add_argument("--comparisons", type=int, help="M (default: this directory's)")
-    ap.add_argument("--residuals")
-    a = ap.parse_args()
+def collect(dir, rows, residuals):
+    """The comparisons of one directory: (workload, target, sd, rounds) into rows, residuals."""
     try:
-        meta = json.load(open(os.path.join(a.dir, "compare.json")))
+        meta = json.load(open(os.path.join(dir, "compare.json")))
     except (OSError, ValueError) as e:
-        print(f"size-default.py: error: {a.dir}: {e}", file=sys.stderr)
+        print(f"size-default.py: error: {dir}: {e}", file=sys.stderr)
         sys.exit(1)
 
     def total(w, t, k):
         try:
-            return json.load(open(os.path.join(a.dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
+            return json.load(open(os.path.join(dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
         except (OSError, ValueError, KeyError):
             return None
 
-    rows, residuals = [], []
     runs = int(meta.get("runs", 0))
     for w in meta["workloads"]:
         for t in meta["targets"]:
@@ -118,8 +113,20 @@ def main():
             m = statistics.mean(d)
             rows.append((w, t, statistics.stdev(d), len(d)))
             residuals.append([x - m for x in d])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", nargs="+")
+    ap.add_argument("--margin", type=float, default=0.05)
+    ap.add_argument("--comparisons", type=int, help="M (default: this directory's)")
+    ap.add_argument("--residuals")
+    a = ap.parse_args()
+    rows, residuals = [], []
+    for d in a.dir:
+        collect(d, rows, residuals)
     if not rows:
-        print(f"size-default.py: error: {a.dir}: no comparison with 2 or more rounds", file=sys.stderr)
+        print(f"size-default.py: error: {' '.join(a.dir)}: no comparison with 2 or more rounds", file=sys.stderr)
         sys.exit(1)
     m = a.comparisons or len(rows)
     conf = 1 - 0.05 / m
@@ -134,7 +141,8 @@ def main():
     print(f"\nmedian sd {med:.3f}: {rounds_needed(med, half, conf)} rounds; "
           f"upper quartile {q3:.3f}: {rounds_needed(q3, half, conf)} rounds")
     if a.residuals:
-        json.dump({"source": os.path.abspath(a.dir), "residuals": residuals}, open(a.residuals, "w"))
+        json.dump({"source": " ".join(os.path.abspath(d) for d in a.dir), "residuals": residuals},
+                  open(a.residuals, "w"), indent=0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 //!
 //! Each of the three is estimated from the same rounds (those in which all three ran) like
 //! every ratio of the report: the Hodges–Lehmann estimate of the per-round log-ratios, with the
-//! signed-rank interval ([`stats::paired_interval`]), here at 95 % each — they describe the
+//! signed-rank interval ([`stats::paired_interval`]; in a budget run, whose comparisons stopped
+//! when decided, the confidence sequence's, [`super::sequential`]), here at 95 % each — they describe the
 //! split of a gap, they are not verdicts. The per-round ratios multiply exactly; the three
 //! estimates, each taken on its own, multiply to about the total.
 
@@ -21,6 +22,7 @@ use std::fmt::Write as _;
 use super::format::{self, md};
 use super::layout::Comparison;
 use super::render::{model_variants, round_totals};
+use super::sequential;
 use super::stats::{self, Interval};
 use super::Source;
 
@@ -122,7 +124,14 @@ pub fn splits(cmp: &Comparison, source: Source<'_>) -> Vec<Split> {
             };
             let (fs, fs4, base) = (keep(&fs), keep(&fs4), keep(&base));
             let ratio = |a: &[Option<f64>], b: &[Option<f64>]| {
-                stats::paired_interval(a, b, confidence).or_else(|| one_round(a, b))
+                if cmp.meta.sequential() {
+                    // A budget run stopped its comparisons when decided: an interval that
+                    // stays valid under that stopping (at 95 % each, like these).
+                    sequential::interval(&sequential::paired_log_ratios(a, b), 1.0 - confidence)
+                        .or_else(|| one_round(a, b))
+                } else {
+                    stats::paired_interval(a, b, confidence).or_else(|| one_round(a, b))
+                }
             };
             let (Some(total), Some(file_system), Some(block_size)) =
                 (ratio(&fs, &base), ratio(&fs4, &base), ratio(&fs, &fs4))
