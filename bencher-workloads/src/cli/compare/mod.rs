@@ -745,15 +745,8 @@ impl Runner<'_> {
                     "--device emulated: /dev/fuse is missing (modprobe fuse)".into(),
                 ));
             }
-            let ok = Command::new(&runner.o.hddsim)
-                .args(["validate", "--profile", profile])
-                .stdout(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                return usage(format!(
-                    "--device emulated:{profile}: hddsim has no such profile (see above)"
-                ));
+            if let Err(e) = hddsim::profile::load(profile) {
+                return usage(format!("--device emulated:{profile}: no such profile: {e}"));
             }
         }
         if runner
@@ -1366,7 +1359,7 @@ impl Runner<'_> {
             }
             for (i, (w, t)) in plan.iter().enumerate() {
                 let wi = workloads.iter().position(|x| x == w).unwrap_or(0);
-                let (d, result) = self.one_run(
+                let ran = self.one_run(
                     maker,
                     rec,
                     device,
@@ -1377,7 +1370,19 @@ impl Runner<'_> {
                     t,
                     next,
                     capacities[wi],
-                )?;
+                );
+                let (d, result) = match ran {
+                    Ok(r) => r,
+                    Err(Stop::Interrupted) => {
+                        // The round cut short is dropped whole, so that the report holds the
+                        // rounds done, each with all of its pairs.
+                        for (w, t) in &plan[..i] {
+                            remove_run_files(&self.out_dir.join("runs").join(w).join(t), next);
+                        }
+                        return Err(Stop::Interrupted);
+                    }
+                    Err(e) => return Err(e),
+                };
                 timings.add(w, t, d);
                 let rest = timings
                     .estimate_all(plan[i + 1..].iter().map(|(w, t)| (w.as_str(), t.as_str())))

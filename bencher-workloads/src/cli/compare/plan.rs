@@ -308,7 +308,7 @@ mod tests {
         t.add("b", "x", Duration::from_secs(100));
         assert_eq!(t.estimate("a", "x"), Some(Duration::from_secs(15)));
         // a's runs: 10, 20, 40.
-        assert_eq!(t.estimate("a", "z"), Some(Duration::from_millis(23_333)));
+        assert_eq!(t.estimate("a", "z"), Some(Duration::from_secs(70) / 3));
         // All runs: 170 / 4.
         assert_eq!(t.estimate("c", "x"), Some(Duration::from_millis(42_500)));
         assert_eq!(

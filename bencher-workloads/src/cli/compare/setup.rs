@@ -159,12 +159,11 @@ pub fn write_setup(
         "RAM",
         &sh("awk '/^MemTotal/ { printf \"%.1f GiB\", $2 / 1048576 }' /proc/meminfo"),
     );
+    // What `hddsim validate` names the profile by (without running its checks).
     let validate = |p: &str| {
-        out_of(i.hddsim, &["validate", "--profile", p])
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("hddsim validate: ")
+        hddsim::profile::load(p)
+            .map(|p| format!("{} ({})", p.stem, p.name))
+            .unwrap_or_else(|e| e.to_string())
             .replace('|', "\\|")
     };
     let dio = sysval(
