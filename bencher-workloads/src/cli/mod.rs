@@ -105,7 +105,7 @@ pub enum Commands {
     /// the emulator, the tracefs instance, queue settings) is undone on exit, error, Ctrl-C and
     /// SIGTERM. Needs root. Exit codes: 0 every run succeeded; 1 a run or step failed; 2 usage
     /// error, an --out that is not empty or a refused device; 130 interrupted.
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
     ///
     /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another

@@ -1561,9 +1561,8 @@ impl Runner<'_> {
             }
         };
         let ok = status.success();
-        let result;
-        if ok {
-            result = format!("{secs:.1}s");
+        let result = if ok {
+            format!("{secs:.1}s")
         } else {
             self.failures += 1;
             let logtext = std::fs::read_to_string(file("log")).unwrap_or_default();
@@ -1575,8 +1574,8 @@ impl Runner<'_> {
                 ),
             )?;
             let _ = std::fs::remove_file(file("json"));
-            result = format!("FAILED ({status}), see {}", file("error").display());
-        }
+            format!("FAILED ({status}), see {}", file("error").display())
+        };
         let _ = std::fs::remove_file(file("log"));
         if let Some(tr) = tracing {
             let overrun = tr.save(&file("trace"))?;
