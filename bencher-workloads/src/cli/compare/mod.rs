@@ -619,13 +619,15 @@ fn avail_bytes(dir: &Path) -> io::Result<u64> {
 
 /// What the device is, as set up.
 #[derive(Debug)]
+///
+/// Its guards drop in field order: the loop device, then the emulator under it, then the image.
 struct Device {
     dev: PathBuf,
     bytes: u64,
+    loop_dev: Option<LoopDevice>,
+    emulator: Option<Emulator>,
     /// The image, when the device is a loop device over one made here.
     image: Option<ImageFile>,
-    emulator: Option<Emulator>,
-    loop_dev: Option<LoopDevice>,
     loop_cmd: String,
     zero_cmd: String,
 }
@@ -987,8 +989,9 @@ impl Runner<'_> {
         let capacities = self.capacities()?;
         let max_capacity = capacities.iter().copied().max().unwrap_or(0);
         let need = need_bytes(max_capacity);
-        let mut device = self.setup_device(need, max_capacity)?;
+        // Saved before the emulator raises it; put back after the mounts and devices are gone.
         let max_pages = MaxPagesLimit::save();
+        let mut device = self.setup_device(need, max_capacity)?;
         if let Some(l) = device.loop_dev.as_mut() {
             let mode = if self.args.drive_queue {
                 QueueMode::Drive
@@ -1204,11 +1207,9 @@ impl Runner<'_> {
         }
         // Everything made is undone before the report is rendered (it can take a while).
         drop(tracing);
-        drop(max_pages);
-        device.loop_dev.take();
-        device.emulator.take();
-        device.image.take();
         drop(_mnt_guard);
+        drop(device);
+        drop(max_pages);
         match compare::render_dir(&self.out_dir) {
             Ok(_) => {}
             Err(e) => {
