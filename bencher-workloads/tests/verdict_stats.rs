@@ -1,23 +1,39 @@
-//! The report's verdict at the default size of `scripts/compare.sh`, on noise measured on this
-//! machine (docs/COMPARISON.md, "How the default run is sized"):
+//! The report's verdicts on noise measured on this machine (docs/COMPARISON.md, "The verdict"
+//! and "How the default run is sized").
 //!
-//! - equal targets (the same target twice) are judged equal — no target called slower or
-//!   faster anywhere in a report — in at least 95 % of simulated reports (the family-wise rate
-//!   the intervals are held to);
-//! - a target 20 % slower in truth is found slower;
-//! - the intervals are narrow enough to tell a 5 % difference (the median half-width over the
-//!   comparisons, which differ in noise as the measured ones did).
+//! **Budget runs** (`minfs-bench compare`'s default: each comparison stopped once decided,
+//! judged by a confidence sequence, `src/compare/sequential.rs`), simulated exactly as the
+//! runner applies the rule — after every round each still-undecided comparison is judged on
+//! its rounds so far at 0.05/M and stops once decided; at most the rounds the default budget
+//! fits:
 //!
-//! Each simulated report has the default run's comparisons (targets but minfs × workloads) and
-//! rounds (`--runs`), both read from compare.sh's defaults. A comparison's per-round
-//! log-ratios are drawn, with replacement, from the residuals of a real run of the default's
-//! targets and scale on this machine (`tests/data/noise-loop.json`: per comparison, each
-//! round's log-ratio minus the comparison's mean; pooled), so the noise has the machine's
-//! shape — heavy tails included — and not a normal law's.
+//! - equal targets are called slower or faster in at most 5 % of simulated reports, on the
+//!   noise of the emulated drive and of the loop device;
+//! - a 15 % difference is decided (slower) within those rounds in at least 90 % of reports;
+//! - without the correction — a fixed-count interval looked at after every round, stopping
+//!   when it excludes 1 — equal targets are called different in more than 5 % of reports.
+//!
+//! **Fixed-count runs** (`--runs N`: the Wilcoxon signed-rank interval, all rounds run) at 18
+//! rounds of 24 comparisons on the loop device: the same family-wise rate, a 20 % difference
+//! found, ±5 % resolution.
+//!
+//! A comparison's per-round log-ratios are drawn, with replacement, from residuals of pilot runs
+//! on this machine (`tests/data/noise-emulated.json`, `tests/data/noise-loop.json`: per
+//! comparison, each round's log-ratio minus the comparison's mean), so the noise has the
+//! machine's shape — heavy tails included — and not a normal law's.
 
+use bencher_workloads::compare::defaults;
+use bencher_workloads::compare::sequential;
 use bencher_workloads::compare::stats::{self, Judgement};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The fixed-count case checked below: `--runs 18`, 24 comparisons (the loop device's earlier
+/// default, sized in docs/COMPARISON.md).
+fn fixed_size() -> (usize, usize) {
+    (24, 18)
+}
 
 /// A default of compare.sh (`name=value` at the top of its option parsing).
 fn compare_default(name: &str) -> String {
@@ -48,15 +64,15 @@ fn default_size() -> (usize, usize) {
 /// ones did, and their noise has the machine's shape. (A comparison's handful of residuals
 /// alone is too few to draw from: it would often give the same value every round, an interval
 /// of no width.)
-fn noise() -> (Vec<f64>, Vec<f64>) {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/noise-loop.json"
-    ))
-    .unwrap();
+fn noise(file: &str) -> (Vec<f64>, Vec<f64>) {
+    let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let (mut sds, mut shape) = (Vec::new(), Vec::new());
     for c in v["residuals"].as_array().unwrap() {
+        if c.as_array().unwrap().len() < 2 {
+            continue;
+        }
         let c: Vec<f64> = c
             .as_array()
             .unwrap()
@@ -109,8 +125,8 @@ const TRIALS: usize = 2000;
 
 #[test]
 fn equal_targets_are_judged_equal_in_95_percent_of_reports() {
-    let (m, n) = default_size();
-    let noise = symmetric(noise());
+    let (m, n) = fixed_size();
+    let noise = symmetric(noise("noise-loop.json"));
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let wrong = (0..TRIALS)
         .filter(|_| {
@@ -131,8 +147,8 @@ fn equal_targets_are_judged_equal_in_95_percent_of_reports() {
 
 #[test]
 fn a_20_percent_difference_is_found_and_5_percent_is_the_resolution() {
-    let (m, n) = default_size();
-    let noise = noise();
+    let (m, n) = fixed_size();
+    let noise = noise("noise-loop.json");
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let mut found = 0;
     let mut half_widths = Vec::new();
@@ -162,4 +178,198 @@ fn a_20_percent_difference_is_found_and_5_percent_is_the_resolution() {
         "median interval half-width {:.3} (log) is wider than 5 % ({m} comparisons, {n} rounds)",
         median
     );
+}
+
+/// How a simulated budget run judges a comparison after each round.
+#[derive(Clone, Copy, Debug)]
+enum Rule {
+    /// The runner's: the confidence sequence at 0.05/M.
+    Sequence,
+    /// Without the correction: Student's t interval at 1 − 0.05/M over the rounds so far, as if
+    /// their number had been fixed, looked at after every round.
+    Peeking,
+}
+
+/// The verdict of `rule` on the rounds `d` of a report of `m` comparisons.
+fn judge_by(rule: Rule, d: &[f64], m: usize) -> Judgement {
+    match rule {
+        Rule::Sequence => sequential::judge_rounds(d, sequential::alpha(m)),
+        Rule::Peeking => {
+            let n = d.len();
+            if n < 2 {
+                return Judgement::Undecided;
+            }
+            let mean = d.iter().sum::<f64>() / n as f64;
+            let sd =
+                (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+            let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+                .unwrap()
+                .inverse_cdf(1.0 - sequential::alpha(m) / 2.0);
+            let h = t * sd / (n as f64).sqrt();
+            stats::judge(&stats::Interval {
+                ratio: mean.exp(),
+                low: (mean - h).exp(),
+                high: (mean + h).exp(),
+                rounds: n,
+            })
+        }
+    }
+}
+
+/// One simulated budget run: `m` comparisons, comparison `i` with true log-ratio `shift(i)` and
+/// a deviation drawn from `sds`, rounds drawn from `shape`; each judged after every round by
+/// `rule` and stopped once decided, at most `rounds` rounds. Returns each comparison's verdict
+/// and the round it was decided at.
+fn budget_run(
+    rng: &mut ChaCha8Rng,
+    (sds, shape): &(Vec<f64>, Vec<f64>),
+    m: usize,
+    rounds: usize,
+    rule: Rule,
+    shift: impl Fn(usize) -> f64,
+) -> Vec<(Judgement, usize)> {
+    let mut pick = |v: &[f64]| v[(rng.next_u64() % v.len() as u64) as usize];
+    (0..m)
+        .map(|i| {
+            let sd = pick(sds);
+            let mut d = Vec::with_capacity(rounds);
+            for k in 1..=rounds {
+                d.push(shift(i) + sd * pick(shape));
+                let j = judge_by(rule, &d, m);
+                if j != Judgement::Undecided {
+                    return (j, k);
+                }
+            }
+            (Judgement::Undecided, rounds)
+        })
+        .collect()
+}
+
+const BUDGET_TRIALS: usize = 1000;
+
+/// The share of simulated budget runs of equal targets that call any slower or faster.
+fn false_calls(file: &str, rule: Rule, seed: u64) -> f64 {
+    let m = defaults::comparisons();
+    let rounds = defaults::ROUNDS_IN_BUDGET;
+    let noise = symmetric(noise(file));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let wrong = (0..BUDGET_TRIALS)
+        .filter(|_| {
+            budget_run(&mut rng, &noise, m, rounds, rule, |_| 0.0)
+                .iter()
+                .any(|(j, _)| matches!(j, Judgement::Slower | Judgement::Faster))
+        })
+        .count();
+    let share = wrong as f64 / BUDGET_TRIALS as f64;
+    eprintln!(
+        "{file}, {rule:?}: equal targets called slower or faster in {wrong} of {BUDGET_TRIALS} \
+         budget runs ({m} comparisons, at most {rounds} rounds)"
+    );
+    share
+}
+
+/// The bound a simulated share is held to: 5 % plus three standard errors of the simulation.
+fn five_percent(trials: usize) -> f64 {
+    0.05 + 3.0 * (0.05f64 * 0.95 / trials as f64).sqrt()
+}
+
+#[test]
+fn budget_runs_call_equal_targets_different_in_at_most_5_percent_emulated() {
+    let share = false_calls("noise-emulated.json", Rule::Sequence, 11);
+    assert!(share <= five_percent(BUDGET_TRIALS), "{share}");
+}
+
+#[test]
+fn budget_runs_call_equal_targets_different_in_at_most_5_percent_loop() {
+    let share = false_calls("noise-loop.json", Rule::Sequence, 12);
+    assert!(share <= five_percent(BUDGET_TRIALS), "{share}");
+}
+
+#[test]
+fn peeking_at_a_fixed_count_interval_calls_equal_targets_different_too_often() {
+    // The correction matters: the same runs judged by an interval that assumes its number of
+    // rounds was fixed in advance.
+    let share = false_calls("noise-emulated.json", Rule::Peeking, 13).max(false_calls(
+        "noise-loop.json",
+        Rule::Peeking,
+        14,
+    ));
+    assert!(share > five_percent(BUDGET_TRIALS), "{share}");
+}
+
+#[test]
+fn a_15_percent_difference_is_decided_within_the_default_budget() {
+    let m = defaults::comparisons();
+    let rounds = defaults::ROUNDS_IN_BUDGET;
+    for (file, seed) in [("noise-emulated.json", 21), ("noise-loop.json", 22)] {
+        let noise = noise(file);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut found = 0;
+        let mut at = Vec::new();
+        for _ in 0..BUDGET_TRIALS {
+            let r = budget_run(&mut rng, &noise, m, rounds, Rule::Sequence, |i| {
+                if i == 0 {
+                    1.15f64.ln()
+                } else {
+                    0.0
+                }
+            });
+            if r[0].0 == Judgement::Slower {
+                found += 1;
+                at.push(r[0].1);
+            }
+        }
+        at.sort_unstable();
+        eprintln!(
+            "{file}: a 15 % difference decided slower in {found} of {BUDGET_TRIALS} budget runs \
+             (median round {}, at most {rounds})",
+            at.get(at.len() / 2).copied().unwrap_or(0)
+        );
+        assert!(
+            found as f64 >= 0.9 * BUDGET_TRIALS as f64,
+            "{file}: a 15 % difference decided in {found} of {BUDGET_TRIALS} ({m} comparisons, \
+             at most {rounds} rounds)"
+        );
+    }
+}
+
+#[test]
+fn the_runner_decides_with_the_reports_rule() {
+    // compare::decide (what the runner calls after each round) on a directory gives the
+    // judgement sequential::judge_rounds gives on the same rounds.
+    use std::fs;
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("compare.json"),
+        r#"{"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 5, "stopping": "budget"}"#,
+    )
+    .unwrap();
+    let a = [1.30, 1.31, 1.29, 1.30, 1.32];
+    let b = [1.01, 0.97, 1.05, 0.99, 1.03];
+    for (t, ratios) in [("a", &a[..]), ("b", &b[..])] {
+        for (k, r) in ratios.iter().enumerate() {
+            for (target, total) in [("minfs", 1e9), (t, 1e9 * r)] {
+                let d = dir.path().join(format!("runs/w/{target}"));
+                fs::create_dir_all(&d).unwrap();
+                let mut report: serde_json::Value =
+                    serde_json::from_str(include_str!("data/hdd-mixed.run.json")).unwrap();
+                report["total_elapsed_ns"] = serde_json::json!(total as u64);
+                fs::write(d.join(format!("run-{}.json", k + 1)), report.to_string()).unwrap();
+            }
+        }
+    }
+    let cmp = bencher_workloads::compare::load(dir.path()).unwrap();
+    let decided = bencher_workloads::compare::decide(&cmp);
+    let alpha = sequential::alpha(2);
+    let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
+    assert_eq!(decided[0][0], None);
+    assert_eq!(
+        decided[0][1],
+        Some(sequential::judge_rounds(&ln(&a), alpha))
+    );
+    assert_eq!(
+        decided[0][2],
+        Some(sequential::judge_rounds(&ln(&b), alpha))
+    );
+    assert_eq!(decided[0][1], Some(Judgement::Slower));
 }

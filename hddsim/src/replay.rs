@@ -273,16 +273,48 @@ pub struct RequestCounts {
     pub reopen_writes: u64,
     /// Those of them with a read issued between the previous write and them.
     pub reopen_writes_after_read: u64,
+    /// Writes that cover a 4096-byte physical sector only in part: they do not start, or do
+    /// not end, on a 4096-byte boundary (a 512e drive must read the rest of that sector back,
+    /// or merge it in its cache, before it can write it). Every such write counts — a put
+    /// re-opening a zero-padded block as well as Cannyls' journal writes at block size 512 —
+    /// once, however many of its ends are partial. Counted from the trace alone.
+    pub partial_sector_writes: u64,
+    /// Those issued while a put (`new`, `overwrite` or `embed`) of the op-log ran (start ≤
+    /// issue ≤ end): the put's data (and the journal records Cannyls writes within a put,
+    /// when its journal buffer wraps or its sync countdown runs out).
+    pub partial_sector_writes_in_puts: u64,
+    /// Those issued while a sync of the op-log ran: Cannyls writes its journal at a sync (its
+    /// journal buffer holds the records until then).
+    pub partial_sector_writes_in_syncs: u64,
+}
+
+/// 512-byte sectors in a physical sector of a 512e drive (4096 bytes).
+pub const PHYSICAL_SECTOR_SECTORS: u64 = 8;
+
+/// Whether a write of `sectors` 512-byte sectors at `sector` covers a 4096-byte physical
+/// sector only in part (it does not start, or does not end, on a 4096-byte boundary). An
+/// empty request covers nothing.
+pub fn is_partial_sector_write(sector: u64, sectors: u64) -> bool {
+    sectors > 0
+        && (sector % PHYSICAL_SECTOR_SECTORS != 0
+            || (sector + sectors) % PHYSICAL_SECTOR_SECTORS != 0)
 }
 
 impl RequestCounts {
-    /// The counts of `trace`.
-    pub fn of(trace: &Trace) -> RequestCounts {
+    /// The counts of `trace`; `ops` (its op-log, in time order; may be empty) only tells which
+    /// operation each partial-sector write was issued in.
+    pub fn of(trace: &Trace, ops: &[OpRecord]) -> RequestCounts {
         let mut c = RequestCounts::default();
         // The previous data write's end (512-byte sectors), and whether a read came since.
         let mut last_end: Option<u64> = None;
         let mut read_since = false;
+        // The first operation that had not ended by the current request's issue (requests
+        // are in issue order, operations in time order and not overlapping).
+        let mut k = 0;
         for r in &trace.requests {
+            while k < ops.len() && ops[k].end_ns < r.issue_ns {
+                k += 1;
+            }
             if refused(r) {
                 c.refused += 1;
                 continue;
@@ -298,6 +330,20 @@ impl RequestCounts {
                     c.write_bytes += r.data_bytes();
                     c.preflush_writes += u64::from(r.rwbs.preflush);
                     c.fua_writes += u64::from(r.rwbs.fua);
+                    if is_partial_sector_write(r.sector, r.sectors) {
+                        c.partial_sector_writes += 1;
+                        let during = ops
+                            .get(k)
+                            .filter(|op| op.start_ns <= r.issue_ns)
+                            .map(OpRecord::op_kind);
+                        match during {
+                            Some(OpKind::Put | OpKind::Embed) => {
+                                c.partial_sector_writes_in_puts += 1;
+                            }
+                            Some(OpKind::Sync) => c.partial_sector_writes_in_syncs += 1,
+                            _ => {}
+                        }
+                    }
                     if r.sectors > 0 {
                         if let Some(e) = last_end {
                             if e % 8 == 0 && r.sector < e && r.sector + 8 > e {
@@ -593,27 +639,91 @@ mod tests {
 
     #[test]
     fn reopening_writes_are_counted_from_the_trace() {
-        let c = RequestCounts::of(&trace_of(&[
-            // ext4's puts: 520 sectors (a 4 KiB-aligned end), the next starting 7 back.
-            ("W", 0, 520),
-            ("W", 513, 527),
-            // A read between: counted as after a read.
-            ("R", 100_000, 2048),
-            ("W", 1033, 7),
-            // Exact appends (ends not 4 KiB-aligned, or starting at the end): none.
-            ("W", 1040, 513),
-            ("W", 1553, 513),
-            ("W", 2066, 6),
-            ("W", 2072, 8),
-            // Starting a whole 4 KiB sector back, or before it: none.
-            ("W", 2072, 8),
-            ("W", 2060, 20),
-            // A write elsewhere, then one re-opening the sector below its end.
-            ("W", 50_000, 16),
-            ("W", 50_015, 1),
-        ]));
+        let c = RequestCounts::of(
+            &trace_of(&[
+                // ext4's puts: 520 sectors (a 4 KiB-aligned end), the next starting 7 back.
+                ("W", 0, 520),
+                ("W", 513, 527),
+                // A read between: counted as after a read.
+                ("R", 100_000, 2048),
+                ("W", 1033, 7),
+                // Exact appends (ends not 4 KiB-aligned, or starting at the end): none.
+                ("W", 1040, 513),
+                ("W", 1553, 513),
+                ("W", 2066, 6),
+                ("W", 2072, 8),
+                // Starting a whole 4 KiB sector back, or before it: none.
+                ("W", 2072, 8),
+                ("W", 2060, 20),
+                // A write elsewhere, then one re-opening the sector below its end.
+                ("W", 50_000, 16),
+                ("W", 50_015, 1),
+            ]),
+            &[],
+        );
         assert_eq!(c.writes, 11);
         assert_eq!((c.reopen_writes, c.reopen_writes_after_read), (3, 1));
+    }
+
+    /// An op-log record of `kind` from `start_ns` to `end_ns`.
+    fn op(kind: &str, start_ns: u64, end_ns: u64) -> OpRecord {
+        OpRecord {
+            line: 1,
+            seq: 0,
+            kind: kind.to_string(),
+            id: "1".to_string(),
+            bytes: 4096,
+            start_ns,
+            end_ns,
+        }
+    }
+
+    /// Every write that covers a 4096-byte physical sector in part counts once (partial at its
+    /// start, at its end, or both, as a 512-byte write is), aligned writes and reads do not;
+    /// each is put to the operation it was issued in.
+    #[test]
+    fn partial_sector_writes_are_counted_from_the_trace() {
+        let trace = trace_of(&[
+            // In a put: aligned (8 sectors at 8), partial at the start, partial at the end.
+            ("W", 8, 16),
+            ("W", 9, 15),
+            ("W", 16, 12),
+            // In a sync: a 512-byte write (partial at both ends: one write), one of 4096
+            // bytes not on a boundary, an aligned one, a read of part of a sector.
+            ("W", 100, 1),
+            ("W", 13, 8),
+            ("W", 104, 8),
+            ("R", 3, 1),
+            // Outside any operation: a 512-byte write.
+            ("W", 0, 1),
+        ]);
+        // trace_of issues request i at 1000 s + i ms.
+        let at = |i: u64| 1_000_000_000_000 + i * 1_000_000;
+        let ops = [
+            op("new", at(0) - 1000, at(2) + 1000),
+            op("sync", at(3) - 1000, at(6) + 1000),
+        ];
+        let c = RequestCounts::of(&trace, &ops);
+        assert_eq!(c.writes, 7);
+        assert_eq!(
+            (
+                c.partial_sector_writes,
+                c.partial_sector_writes_in_puts,
+                c.partial_sector_writes_in_syncs
+            ),
+            (5, 2, 2)
+        );
+        // Without the op-log: the same total, nothing put to an operation.
+        let c = RequestCounts::of(&trace, &[]);
+        assert_eq!(
+            (
+                c.partial_sector_writes,
+                c.partial_sector_writes_in_puts,
+                c.partial_sector_writes_in_syncs
+            ),
+            (5, 0, 0)
+        );
+        assert!(!is_partial_sector_write(8, 0));
     }
 
     /// Regression: on an emulated drive (a loop device over `hddsim emulate`'s file) ext4's
@@ -641,7 +751,7 @@ mod tests {
         let refused = with.requests[1];
         assert_eq!(refused.start, refused.end);
         assert_eq!(with.drive, alone.drive);
-        let counts = RequestCounts::of(&crate::trace::parse(&zeroes, None).unwrap());
+        let counts = RequestCounts::of(&crate::trace::parse(&zeroes, None).unwrap(), &[]);
         assert_eq!((counts.refused, counts.other_requests), (1, 0));
     }
 

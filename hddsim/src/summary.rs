@@ -142,7 +142,7 @@ pub fn model_run(
         unmatched_requests: trace.unmatched_issues as u64,
         unmatched_completions: trace.unmatched_completions as u64,
         error_completions: trace.errors as u64,
-        counts: RequestCounts::of(trace),
+        counts: RequestCounts::of(trace, ops),
         requests_in_ops: charged.requests_in_ops,
         requests_outside_ops: requests - charged.requests_in_ops,
         measured_total_elapsed_ns: charged.measured_total_ns,
@@ -229,12 +229,15 @@ impl ModelSummary {
         let d = &m.drive;
         writeln!(
             out,
-            "write hits: {} writes re-open a 4 KiB sector in the trace ({} after a read); the \
-             drive re-opened {} clean and {} dirty physical sectors, cleared {} segments ({} \
+            "write hits: {} writes re-open a 4 KiB sector in the trace ({} after a read), {} \
+             cover a 4 KiB sector in part ({} in puts, {} in syncs); the drive re-opened {} clean and {} dirty physical sectors, cleared {} segments ({} \
              sectors), {} write-first waits ({}), {} segment waits ({}); read-modify-writes by \
              cause: {} flush, {} pressure, {} write-first; {} of re-opened sectors",
             m.counts.reopen_writes,
             m.counts.reopen_writes_after_read,
+            m.counts.partial_sector_writes,
+            m.counts.partial_sector_writes_in_puts,
+            m.counts.partial_sector_writes_in_syncs,
             d.reopened_clean,
             d.reopened_dirty,
             d.segments_cleared,

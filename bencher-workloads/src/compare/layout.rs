@@ -52,6 +52,21 @@ pub struct Meta {
     /// report's modelled verdict gives the first with the range across them all). Without
     /// it, every profile but a `-4kn` one, `st1000dm003` first where present.
     pub variants: Option<Vec<String>>,
+    /// How the rounds were ended: `budget` (each comparison stopped once decided, the verdict
+    /// a confidence sequence: [`super::sequential`]) or `fixed` (`--runs`; the fixed-count
+    /// signed-rank interval). Absent in directories written before 2026-11-27: `fixed`.
+    pub stopping: Option<String>,
+    /// `--budget` in seconds (budget runs).
+    pub budget_s: Option<f64>,
+    /// The most rounds a budget run would take.
+    pub max_rounds: Option<u64>,
+}
+
+impl Meta {
+    /// Whether the runs stopped each comparison once decided (`"stopping": "budget"`).
+    pub fn sequential(&self) -> bool {
+        self.stopping.as_deref() == Some("budget")
+    }
 }
 
 /// The `"model"` object of a modelled report (other keys are ignored).
@@ -114,6 +129,14 @@ pub struct DriveWork {
     pub reopen_writes: Option<u64>,
     /// Those with a read between the previous write and them.
     pub reopen_writes_after_read: Option<u64>,
+    /// Writes that cover a 4096-byte physical sector only in part (do not start or do not
+    /// end on a 4096-byte boundary), counted from the trace (no model); absent in reports
+    /// from before they were counted.
+    pub partial_sector_writes: Option<u64>,
+    /// Those issued while a put ran (the put's data).
+    pub partial_sector_writes_in_puts: Option<u64>,
+    /// Those issued while a sync ran (Cannyls' journal).
+    pub partial_sector_writes_in_syncs: Option<u64>,
     /// Physical sectors the drive held whole, all clean, that a write covered in part.
     pub reopened_clean: Option<u64>,
     /// The same with some of it dirty.

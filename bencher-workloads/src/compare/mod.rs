@@ -9,7 +9,11 @@
 //!
 //! - [`layout`]: reading the directory (`compare.json`, `runs/<workload>/<target>/run-<k>.*`);
 //! - [`render`]: the figures (medians over runs, ratios to the baseline) and `report.md`;
+//! - [`split`]: a file system's gap to minfs split into Cannyls' block size's part and the
+//!   file system's (`fs` against `fs@4096`);
 //! - [`stats`]: the verdict's method (ratios with simultaneous confidence intervals);
+//! - [`sequential`]: the verdict of a run that stops each comparison once decided (an
+//!   anytime-valid confidence sequence);
 //! - [`plot`]: the plots (ratios with their intervals, measured and modelled; latency CDFs),
 //!   each as SVG and PNG;
 //! - [`format`]: number formatting.
@@ -18,16 +22,20 @@
 //! the same directory gives the same files byte for byte (fixed order and number formats,
 //! relative links, no time stamps).
 
+pub mod defaults;
 pub mod format;
 pub mod layout;
 pub mod plot;
 pub mod render;
+pub mod sequential;
+pub mod split;
 pub mod stats;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use layout::{load, Comparison};
+pub use render::decide;
 
 use crate::run::report::RunReport;
 use layout::Cell;

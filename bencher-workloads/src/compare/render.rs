@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::format::{self, md};
 use super::layout::{Cell, Comparison, DriveWork, Modelled, Profile, Run};
 use super::plot::Dot;
+use super::sequential;
 use super::stats::{self, Interval, Judgement};
 use super::{plot_files, png_name, Source};
 use crate::run::report::RunReport;
@@ -220,8 +221,13 @@ pub struct Judgements {
     /// The confidence of each interval.
     pub confidence: f64,
     /// The fewest rounds an interval at that confidence needs; a comparison with fewer is not
-    /// judged ([`stats::min_rounds`]).
+    /// judged ([`stats::min_rounds`], [`sequential::min_rounds`]).
     pub min_rounds: usize,
+    /// Whether the intervals are a confidence sequence's (a budget run, each comparison
+    /// stopped once decided: [`sequential`]) rather than fixed-count signed-rank intervals.
+    pub sequential: bool,
+    /// A budget run's `--budget`, seconds.
+    pub budget_s: Option<f64>,
 }
 
 /// Every target against the baseline, per workload (see [`stats`] for the method): the
@@ -233,6 +239,8 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
             comparisons: 0,
             confidence: stats::confidence(1),
             min_rounds: stats::min_rounds(stats::confidence(1)),
+            sequential: cmp.meta.sequential(),
+            budget_s: cmp.meta.budget_s,
         };
     };
     let totals: Vec<Vec<Vec<Option<f64>>>> = cmp
@@ -240,6 +248,9 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         .iter()
         .map(|row| row.iter().map(|c| round_totals(c, source)).collect())
         .collect();
+    if cmp.meta.sequential() {
+        return sequential_judgements(cmp, b, &totals);
+    }
     // First the family: the comparisons with at least 2 paired rounds.
     let paired = |w: usize, t: usize| {
         totals[w][t]
@@ -275,7 +286,77 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         comparisons,
         confidence,
         min_rounds: stats::min_rounds(confidence),
+        sequential: false,
+        budget_s: None,
     }
+}
+
+/// [`judgements`] of a budget run: each comparison's confidence sequence ([`sequential`]) at
+/// 0.05/M, M the comparisons planned (every workload × every target but the baseline), so the
+/// family does not depend on which comparisons stopped when. A comparison whose sequence is
+/// still unbounded is `None` (undecided).
+fn sequential_judgements(
+    cmp: &Comparison,
+    b: usize,
+    totals: &[Vec<Vec<Option<f64>>>],
+) -> Judgements {
+    let comparisons = cmp.workloads.len() * cmp.targets.len().saturating_sub(1);
+    let alpha = sequential::alpha(comparisons);
+    let cells = (0..cmp.workloads.len())
+        .map(|w| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if t == b {
+                        return None;
+                    }
+                    let d = sequential::paired_log_ratios(&totals[w][t], &totals[w][b]);
+                    let interval =
+                        sequential::interval(&d, alpha).filter(|i| i.high.is_finite())?;
+                    Some(Judged {
+                        interval,
+                        judgement: stats::judge(&interval),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    Judgements {
+        cells,
+        comparisons,
+        confidence: 1.0 - alpha,
+        min_rounds: sequential::min_rounds(alpha),
+        sequential: true,
+        budget_s: cmp.meta.budget_s,
+    }
+}
+
+/// What the runner decides after a round (`minfs-bench compare --budget`): per workload and
+/// target (the comparison's order), `None` for the baseline, else the measured verdict so far
+/// — `Judgement::Undecided` while the comparison must go on. The same function the report's
+/// verdict uses ([`judgements`]), so the rule that stops a comparison is the report's.
+pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
+    let judged = judgements(cmp, Source::Measured);
+    let b = cmp.baseline();
+    judged
+        .cells
+        .iter()
+        .map(|row| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if Some(t) == b {
+                        None
+                    } else {
+                        Some(
+                            row.get(t)
+                                .copied()
+                                .flatten()
+                                .map_or(Judgement::Undecided, |j| j.judgement),
+                        )
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// `1.42× [1.30–1.55]`, or `1.42×` without an interval.
@@ -351,12 +432,21 @@ fn verdict_sentence_with(
                 )
             })
             .unwrap_or_default();
+        // A budget run stops each comparison when decided: say after how many rounds.
+        let rounds = |n: usize| {
+            if judged.sequential {
+                format!(" ({n} round{})", if n == 1 { "" } else { "s" })
+            } else {
+                String::new()
+            }
+        };
         match judged.cells[w][t] {
             Some(j) => {
                 let text = format!(
-                    "{} {}{range}",
+                    "{} {}{}{range}",
                     md(target),
-                    ratio_with_interval(j.interval.ratio, Some(&j.interval))
+                    ratio_with_interval(j.interval.ratio, Some(&j.interval)),
+                    rounds(j.interval.rounds)
                 );
                 let entry = (j.interval.ratio, text);
                 match j.judgement {
@@ -372,7 +462,17 @@ fn verdict_sentence_with(
                     Some(r) => format!("{} {}{range}", md(target), ratio_with_interval(r, None)),
                     None => md(target),
                 };
-                unjudged.push((r.unwrap_or(f64::NAN), text));
+                if judged.sequential {
+                    let base_totals = round_totals(&cmp.cells[w][b], source);
+                    let n = sequential::paired_log_ratios(
+                        &round_totals(&cmp.cells[w][t], source),
+                        &base_totals,
+                    )
+                    .len();
+                    undecided.push((r.unwrap_or(f64::NAN), format!("{text}{}", rounds(n))));
+                } else {
+                    unjudged.push((r.unwrap_or(f64::NAN), text));
+                }
             }
         }
     }
@@ -390,10 +490,17 @@ fn verdict_sentence_with(
         parts.push(format!("within ±5 % of {base}: {}", list(equal)));
     }
     if !undecided.is_empty() {
-        parts.push(format!(
-            "no difference from {base} found at this resolution: {}",
-            list(undecided)
-        ));
+        if judged.sequential {
+            parts.push(format!(
+                "undecided against {base} within the budget: {}",
+                list(undecided)
+            ));
+        } else {
+            parts.push(format!(
+                "no difference from {base} found at this resolution: {}",
+                list(undecided)
+            ));
+        }
     }
     if !unjudged.is_empty() {
         parts.push(format!(
@@ -595,51 +702,111 @@ fn puts(r: &RunReport) -> u64 {
         .sum()
 }
 
-/// "What needs no model": per workload and target, the writes that re-open a 4 KiB sector
-/// per put, counted from the block trace (median over the runs that have it). Empty when no
-/// trace count is there.
+/// Syncs in a run report: the count of its `Sync` kind.
+fn syncs(r: &RunReport) -> u64 {
+    r.kinds
+        .iter()
+        .filter(|k| k.kind == "Sync")
+        .map(|k| k.count)
+        .sum()
+}
+
+/// The median over `runs` of `figure` (`None` for a run without it); `n/a` when no run has
+/// it, `—` when the figure is there but has no denominator (no puts, no syncs, no partial
+/// writes).
+fn median_of(
+    runs: &[&Modelled],
+    decimals: usize,
+    figure: impl Fn(&Modelled) -> Option<Option<f64>>,
+) -> String {
+    let got: Vec<Option<f64>> = runs.iter().filter_map(|m| figure(m)).collect();
+    if got.is_empty() {
+        return "n/a".to_string();
+    }
+    let values: Vec<f64> = got.into_iter().flatten().collect();
+    format::median(&values).map_or_else(|| "—".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// `n / d`, `None` when `d` is 0.
+fn per(n: u64, d: u64) -> Option<f64> {
+    (d > 0).then(|| n as f64 / d as f64)
+}
+
+/// "What needs no model": per workload and target, from the block traces of the modelled
+/// runs of `profile` (the counts are the trace's, the same under every profile; median over
+/// the runs): the writes that cover a 4 KiB physical sector only in part, per put and per
+/// sync, and the share of them issued in syncs (Cannyls' journal) and in puts (the data),
+/// next to the writes that re-open a 4 KiB sector per put. `n/a` where a run's report has no
+/// such count (written before it was counted). Empty when no trace count is there.
 fn reopen_table(cmp: &Comparison, profile: &str) -> String {
     let mut rows = Vec::new();
     for (w, name) in cmp.workloads.iter().enumerate() {
-        let cells: Vec<String> = cmp
-            .targets
-            .iter()
-            .enumerate()
-            .map(|(t, _)| {
-                let per: Vec<f64> = cmp.cells[w][t]
-                    .modelled(profile)
-                    .iter()
-                    .filter_map(|m| {
-                        let n = puts(&m.report);
-                        Some(m.model.work.reopen_writes? as f64 / n.max(1) as f64)
-                    })
-                    .collect();
-                format::median(&per).map_or_else(|| "—".to_string(), |x| format!("{x:.2}"))
-            })
-            .collect();
-        if cells.iter().any(|c| c != "—") {
-            rows.push((md(name), cells));
+        let mut lines = Vec::new();
+        let mut counted = false;
+        for (t, target) in cmp.targets.iter().enumerate() {
+            let runs = cmp.cells[w][t].modelled(profile);
+            if runs.is_empty() {
+                continue;
+            }
+            counted |= runs.iter().any(|m| {
+                m.model.work.reopen_writes.is_some() || m.model.work.partial_sector_writes.is_some()
+            });
+            let mut sizes: Vec<u32> = runs.iter().map(|m| m.report.info.block_size).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            let block = match sizes[..] {
+                [b] if b > 0 => b.to_string(),
+                [_] => "—".to_string(),
+                _ => "mixed".to_string(),
+            };
+            let partial = |m: &Modelled| m.model.work.partial_sector_writes;
+            let share = |m: &Modelled, part: Option<u64>| Some(per(100 * part?, partial(m)?));
+            let cells = [
+                median_of(&runs, 2, |m| {
+                    Some(per(m.model.work.reopen_writes?, puts(&m.report)))
+                }),
+                median_of(&runs, 2, |m| Some(per(partial(m)?, puts(&m.report)))),
+                median_of(&runs, 2, |m| Some(per(partial(m)?, syncs(&m.report)))),
+                median_of(&runs, 0, |m| {
+                    share(m, m.model.work.partial_sector_writes_in_syncs)
+                }),
+                median_of(&runs, 0, |m| {
+                    share(m, m.model.work.partial_sector_writes_in_puts)
+                }),
+            ];
+            lines.push(format!(
+                "| {} | {} | {block} | {}/{} | {} |",
+                md(name),
+                md(target),
+                runs.len(),
+                cmp.runs,
+                cells.join(" | ")
+            ));
+        }
+        if counted {
+            rows.extend(lines);
         }
     }
     if rows.is_empty() {
         return String::new();
     }
     let mut out = String::from(
-        "Re-opening writes per put, counted from the block traces alone (a write that starts \
-         inside the 4 KiB sector just below the previous write's 4 KiB-aligned end: the next \
-         put landing in the zeros a filesystem padded the last one with); on a 512e drive each \
-         is a physical sector written twice or read back:\n\n| Workload |",
+        "Partial-sector and re-opening writes, counted from the block traces alone (median over \
+         the runs, per put and per sync of the run): a write that does not start or does not end on a 4096-byte boundary covers a physical sector of a 512e \
+         drive only in part, so the drive must read the rest back or merge it in its cache \
+         before it writes the sector (**partial-sector writes**: Cannyls' journal writes at \
+         block size 512 as well as puts landing in a block a filesystem zero-padded); **in \
+         syncs** / **in puts**: the share of them issued while a sync ran (Cannyls writes its \
+         journal at a sync) or while a put ran (the put's data). **Re-opening writes** are the \
+         puts that start inside the 4 KiB sector just below the previous write's \
+         4 KiB-aligned end (the zeros a filesystem padded the last put with): a physical \
+         sector written twice or read back. n/a: the run's report predates the count.\n\n\
+         | Workload | Target | Block size | Runs | Re-opening writes per put | Partial-sector \
+         writes per put | per sync | in syncs (%) | in puts (%) |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for t in &cmp.targets {
-        let _ = write!(out, " {} |", md(t));
-    }
-    out.push_str("\n| --- |");
-    for _ in &cmp.targets {
-        out.push_str(" ---: |");
-    }
-    out.push('\n');
-    for (name, cells) in rows {
-        let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+    for row in rows {
+        let _ = writeln!(out, "{row}");
     }
     out.push('\n');
     out
@@ -701,13 +868,33 @@ fn method_line(judged: &Judgements, base: &str) -> String {
              judge by (N× is the ratio of medians)."
         );
     }
+    if judged.sequential {
+        let budget = match judged.budget_s {
+            Some(b) => format!("the budget ({})", format::time(b * 1e9)),
+            None => "the budget".to_string(),
+        };
+        return format!(
+            "N× is a target's total elapsed / {base}'s in the same round, the geometric mean \
+             over the rounds; [low–high] its anytime-valid confidence sequence (a t-mixture \
+             e-value, valid however the rounds are stopped; each at {:.2} %, so that all {} \
+             planned comparisons hold together at 95 %: Bonferroni; at least {} rounds to bound \
+             one). Each comparison ran until decided or until {budget} could fit no further \
+             round: within ±5 %: the interval lies inside 0.952–1.05; else slower or faster: \
+             it lies above or below 1; else undecided within the budget. The sequence assumes \
+             independent rounds of a normal shape, checked on noise measured here. Method and \
+             sources: `bencher-workloads/src/compare/sequential.rs`.",
+            judged.confidence * 100.0,
+            judged.comparisons,
+            judged.min_rounds
+        );
+    }
     format!(
         "N× is a target's total elapsed / {base}'s in the same round, the Hodges–Lehmann \
          estimate over the rounds; [low–high] its confidence interval (the Wilcoxon signed-rank \
          test's, distribution-free; each interval at {:.2} %, so that all {} comparisons hold \
          together at 95 %: Bonferroni; that needs at least {} rounds, and a comparison with \
-         fewer is not judged). Slower or faster: the interval lies above or below 1; within \
-         ±5 %: it lies inside 0.952–1.05; otherwise no difference was found at this \
+         fewer is not judged). Within ±5 %: the interval lies inside 0.952–1.05; else slower \
+         or faster: it lies above or below 1; otherwise no difference was found at this \
          resolution. Method and sources: `bencher-workloads/src/compare/stats.rs`.",
         judged.confidence * 100.0,
         judged.comparisons,
@@ -824,6 +1011,7 @@ pub fn verdict(cmp: &Comparison) -> String {
             let _ = writeln!(out, "![modelled ratios]({})\n", png_name(file));
         }
     }
+    out.push_str(&super::split::section(cmp));
     out
 }
 

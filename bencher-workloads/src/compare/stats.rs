@@ -179,14 +179,16 @@ pub fn min_rounds(confidence: f64) -> usize {
         .unwrap_or(64)
 }
 
-/// The verdict on an interval.
+/// The verdict on an interval. An interval inside the equivalence margin is **within ±5 %**
+/// even when it excludes 1 (a 1 % difference measured precisely is not "slower"); else it is
+/// slower or faster when it lies above or below 1.
 pub fn judge(i: &Interval) -> Judgement {
-    if i.low > 1.0 {
+    if i.low >= 1.0 / (1.0 + EQUIVALENCE_MARGIN) && i.high <= 1.0 + EQUIVALENCE_MARGIN {
+        Judgement::Equal
+    } else if i.low > 1.0 {
         Judgement::Slower
     } else if i.high < 1.0 {
         Judgement::Faster
-    } else if i.low >= 1.0 / (1.0 + EQUIVALENCE_MARGIN) && i.high <= 1.0 + EQUIVALENCE_MARGIN {
-        Judgement::Equal
     } else {
         Judgement::Undecided
     }

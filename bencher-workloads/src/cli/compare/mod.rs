@@ -35,17 +35,10 @@ use devguard::{
 };
 
 use crate::compare;
+use crate::compare::defaults;
 use crate::compare::stats::Judgement;
 
-/// The workloads by default.
-pub const DEFAULT_WORKLOADS: &str =
-    "seq-256k,seq-4m,rand-mixed-1m,rand-oldest-1m,durable-256k,group-commit-256k";
-/// The targets by default.
-pub const DEFAULT_TARGETS: &str = "minfs,minfs-fuse,ext4,xfs,raw";
-/// The scale by default.
-pub const DEFAULT_SCALE: f64 = 0.5;
-/// The time budget by default.
-pub const DEFAULT_BUDGET: &str = "15m";
+// The workloads, targets, scales and budget by default: `crate::compare::defaults`.
 /// The most rounds a budget runs by default.
 pub const DEFAULT_MAX_ROUNDS: u32 = 50;
 /// The emulated drive's profile by default.
@@ -119,19 +112,22 @@ pub struct CompareArgs {
     /// Leave the image in --work afterwards.
     #[arg(long)]
     pub keep_image: bool,
-    /// Comma-separated workload names (bencher-workloads/workloads/NAME.wl) or paths.
-    #[arg(long, value_name = "LIST", default_value = DEFAULT_WORKLOADS)]
-    pub workloads: String,
+    /// Comma-separated workload names (bencher-workloads/workloads/NAME.wl) or paths (default:
+    /// the six reference workloads).
+    #[arg(long, value_name = "LIST")]
+    pub workloads: Option<String>,
     /// Comma-separated, from: minfs minfs-512 minfs-fuse minfs-fuse-grow ext4 ext4-prealloc
     /// ext4-defaults xfs xfs-prealloc raw; `all` for every one. TARGET@N runs TARGET at
-    /// Cannyls block size N (512 or 4096). Default: minfs,minfs-fuse,ext4,xfs,raw (the
-    /// minfs-fuse targets left out with a note without /dev/fuse).
+    /// Cannyls block size N (512 or 4096). Default: minfs,ext4,xfs,ext4@4096,xfs@4096 (the
+    /// file systems at Cannyls' default block size and at minfs's, so that the report tells
+    /// the file system's part of a gap from the block size's).
     #[arg(long, value_name = "LIST")]
     pub targets: Option<String>,
-    /// Multiply every workload count by F; per workload with WORKLOAD=F after it, e.g.
-    /// `0.05,seq-4m=0.02,durable-256k=0.1`.
-    #[arg(long, value_name = "F[,WORKLOAD=F…]", default_value = "0.5")]
-    pub scale: String,
+    /// Multiply every workload count by F; per workload with WORKLOAD=F, e.g.
+    /// `0.05,seq-4m=0.02,durable-256k=0.1` (default: each reference workload's own, sized so
+    /// that its minfs run takes about 2 s of the emulated drive's time; 0.05 for other files).
+    #[arg(long, value_name = "F[,WORKLOAD=F…]")]
+    pub scale: Option<String>,
     /// A fixed number of rounds (each runs every target once per workload); excludes
     /// --budget.
     #[arg(long, value_name = "N", conflicts_with = "budget")]
@@ -359,7 +355,7 @@ fn check_options(args: &CompareArgs) -> Result<Options, Stop> {
         .transpose()?;
     let budget = match (&args.budget, runs) {
         (Some(b), _) => Some(parse_duration(b).map_err(Stop::Usage)?),
-        (None, None) => Some(parse_duration(DEFAULT_BUDGET).map_err(Stop::Usage)?),
+        (None, None) => Some(Duration::from_secs_f64(defaults::BUDGET_S)),
         (None, Some(_)) => None,
     };
     let max_rounds = positive(&args.max_rounds, "--max-rounds")?;
@@ -379,7 +375,10 @@ fn check_options(args: &CompareArgs) -> Result<Options, Stop> {
         "4096" => 4096,
         s => return usage(format!("--sector-size '{s}' is not 512 or 4096")),
     };
-    let scales = Scales::parse(&args.scale, DEFAULT_SCALE).map_err(Stop::Usage)?;
+    let scales = match &args.scale {
+        Some(s) => Scales::parse(s).map_err(Stop::Usage)?,
+        None => Scales::default(),
+    };
     let seed = match &args.seed {
         None => None,
         Some(s) => Some(
@@ -442,11 +441,20 @@ fn check_options(args: &CompareArgs) -> Result<Options, Stop> {
         return usage("--span must be a multiple of 512 bytes");
     }
     let targets_given = args.targets.is_some();
-    let targets =
-        parse_targets(args.targets.as_deref().unwrap_or(DEFAULT_TARGETS)).map_err(Stop::Usage)?;
+    let targets = parse_targets(
+        &args
+            .targets
+            .clone()
+            .unwrap_or_else(|| defaults::TARGETS.join(",")),
+    )
+    .map_err(Stop::Usage)?;
     let mut workloads = Vec::new();
     let dir = workloads_dir();
-    for w in args.workloads.split(',').filter(|w| !w.is_empty()) {
+    let listed = args
+        .workloads
+        .clone()
+        .unwrap_or_else(|| defaults::WORKLOADS.join(","));
+    for w in listed.split(',').filter(|w| !w.is_empty()) {
         let f = if Path::new(w).is_file() {
             PathBuf::from(w)
         } else if dir.join(format!("{w}.wl")).is_file() {
@@ -639,22 +647,6 @@ struct Runner<'a> {
     stop: &'a AtomicBool,
     out_dir: PathBuf,
     failures: u32,
-}
-
-/// A judgement per [workload][target] in the Comparison's order (None for the baseline).
-///
-/// PLACEHOLDER until `bencher_workloads::compare::decide` lands on main: every comparison
-/// stays undecided, so a budget runs until its time or `--max-rounds`.
-fn decide(cmp: &compare::Comparison) -> Vec<Vec<Option<Judgement>>> {
-    let base = cmp.baseline();
-    cmp.workloads
-        .iter()
-        .map(|_| {
-            (0..cmp.targets.len())
-                .map(|t| (Some(t) != base).then_some(Judgement::Undecided))
-                .collect()
-        })
-        .collect()
 }
 
 impl Runner<'_> {
@@ -1420,7 +1412,7 @@ impl Runner<'_> {
                 let cmp = compare::layout::load(&self.out_dir).map_err(|e| {
                     Stop::Fail(format!("reading the runs after round {round}: {e}"))
                 })?;
-                let judged = decide(&cmp);
+                let judged = compare::decide(&cmp);
                 for (wi, w) in cmp.workloads.iter().enumerate() {
                     for (ti, t) in cmp.targets.iter().enumerate() {
                         let j = judged.get(wi).and_then(|r| r.get(ti)).copied().flatten();

@@ -82,13 +82,18 @@ pub fn parse_size(s: &str, what: &str) -> Result<u64, String> {
 }
 
 /// `--scale`: a default and per-workload overrides (`0.05,seq-4m=0.02,durable-256k=0.1`).
-#[derive(Debug, Clone, PartialEq)]
+/// A workload with neither has its own default ([`crate::compare::defaults::scale`]), else
+/// [`FALLBACK_SCALE`].
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Scales {
-    /// The default.
-    pub default: f64,
+    /// The default given, if any.
+    pub default: Option<f64>,
     /// Per workload name.
     pub overrides: BTreeMap<String, f64>,
 }
+
+/// The scale of a workload file that is not a reference workload, when `--scale` gives none.
+pub const FALLBACK_SCALE: f64 = 0.05;
 
 fn parse_factor(s: &str, whole: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -101,8 +106,8 @@ fn parse_factor(s: &str, whole: &str) -> Result<f64, String> {
 
 impl Scales {
     /// Parses `F[,WORKLOAD=F…]` (the default may also come after the overrides, or be left
-    /// out: then `fallback`).
-    pub fn parse(s: &str, fallback: f64) -> Result<Scales, String> {
+    /// out).
+    pub fn parse(s: &str) -> Result<Scales, String> {
         let mut default = None;
         let mut overrides = BTreeMap::new();
         for part in s.split(',') {
@@ -130,15 +135,17 @@ impl Scales {
                 }
             }
         }
-        Ok(Scales {
-            default: default.unwrap_or(fallback),
-            overrides,
-        })
+        Ok(Scales { default, overrides })
     }
 
     /// The scale of workload `w`.
     pub fn of(&self, w: &str) -> f64 {
-        self.overrides.get(w).copied().unwrap_or(self.default)
+        self.overrides
+            .get(w)
+            .copied()
+            .or(self.default)
+            .or_else(|| crate::compare::defaults::scale(w))
+            .unwrap_or(FALLBACK_SCALE)
     }
 }
 
@@ -263,13 +270,20 @@ mod tests {
 
     #[test]
     fn scales_default_and_overrides() {
-        let s = Scales::parse("0.05,seq-4m=0.02,durable-256k=0.1", 0.5).unwrap();
-        assert_eq!(s.default, 0.05);
+        let s = Scales::parse("0.05,seq-4m=0.02,durable-256k=0.1").unwrap();
+        assert_eq!(s.default, Some(0.05));
         assert_eq!(s.of("seq-4m"), 0.02);
         assert_eq!(s.of("durable-256k"), 0.1);
         assert_eq!(s.of("seq-256k"), 0.05);
-        let s = Scales::parse("seq-4m=0.02", 0.5).unwrap();
-        assert_eq!((s.default, s.of("seq-4m")), (0.5, 0.02));
+        // Without a default: each reference workload's own, else the fallback.
+        let s = Scales::parse("seq-4m=0.02").unwrap();
+        assert_eq!((s.default, s.of("seq-4m")), (None, 0.02));
+        assert_eq!(
+            Some(s.of("seq-256k")),
+            crate::compare::defaults::scale("seq-256k")
+        );
+        assert_eq!(s.of("my-own"), FALLBACK_SCALE);
+        assert_eq!(Scales::default().of("my-own"), FALLBACK_SCALE);
         for (bad, want) in [
             ("0", "'0' is not a number greater than 0"),
             ("x", "'x' is not"),
@@ -279,7 +293,7 @@ mod tests {
             ("0.1,,a=1", "empty entry"),
             ("a=-1", "'-1' is not"),
         ] {
-            let e = Scales::parse(bad, 0.5).unwrap_err();
+            let e = Scales::parse(bad).unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }

@@ -19,8 +19,8 @@ pub struct MetaJson {
     pub targets: Vec<String>,
     /// The rounds done (rewritten after every round).
     pub runs: usize,
-    /// The default scale.
-    pub scale: f64,
+    /// The default scale given with --scale (null: each workload's own, in `scales`).
+    pub scale: Option<f64>,
     /// Each workload's scale.
     pub scales: BTreeMap<String, f64>,
     pub seed: Option<u64>,
@@ -324,24 +324,19 @@ pub fn write_setup(
     );
     row(&mut s, "workloads", &meta.workloads.join(" "));
     row(&mut s, "targets", &meta.targets.join(" "));
-    let overrides: Vec<String> = meta
+    let per: Vec<String> = meta
         .scales
         .iter()
-        .filter(|(_, v)| **v != meta.scale)
         .map(|(w, v)| format!("{w} {v}"))
         .collect();
-    let scale = if overrides.is_empty() {
-        format!(
-            "{} (every count in the workload files × {})",
-            meta.scale, meta.scale
-        )
-    } else {
-        format!(
-            "{} (every count in the workload files × {}), but {}",
-            meta.scale,
-            meta.scale,
-            overrides.join(", ")
-        )
+    let scale = match meta.scale {
+        Some(d) if meta.scales.values().all(|v| *v == d) => {
+            format!("{d} (every count in the workload files × {d})")
+        }
+        _ => format!(
+            "per workload (every count in the workload file × its scale): {}",
+            per.join(", ")
+        ),
     };
     row(&mut s, "scale", &scale);
     row(

@@ -1,0 +1,48 @@
+//! The defaults of `minfs-bench compare` (and so of `scripts/compare.sh`), in one place: the
+//! runner takes them from here, and `tests/verdict_stats.rs` checks the verdict's rule at
+//! exactly this size. How they were chosen: docs/COMPARISON.md, "How the default run is sized".
+
+/// The six reference workloads (bencher-workloads/workloads/NAME.wl).
+pub const WORKLOADS: [&str; 6] = [
+    "seq-256k",
+    "seq-4m",
+    "rand-mixed-1m",
+    "rand-oldest-1m",
+    "durable-256k",
+    "group-commit-256k",
+];
+
+/// The targets: minfs, ext4 and XFS at Cannyls' default block size (512, as published) and at
+/// 4096, so that the report can tell the file system's part of a gap from the block size's.
+pub const TARGETS: [&str; 5] = ["minfs", "ext4", "xfs", "ext4@4096", "xfs@4096"];
+
+/// Per workload, the scale of the default on the emulated drive: each workload's minfs run
+/// takes about 2 s of the drive's time (from the emulated runs at scale 0.25,
+/// results/2026-11-23-vm-emulated-st1000dm003: seq-256k 30 s, seq-4m 23 s, rand-mixed-1m 108 s,
+/// rand-oldest-1m 48 s, durable-256k 72 s, group-commit-256k 3.5 s).
+pub const SCALES: [(&str, f64); 6] = [
+    ("seq-256k", 0.02),
+    ("seq-4m", 0.025),
+    ("rand-mixed-1m", 0.005),
+    ("rand-oldest-1m", 0.01),
+    ("durable-256k", 0.008),
+    ("group-commit-256k", 0.15),
+];
+
+/// The wall-time budget, seconds.
+pub const BUDGET_S: f64 = 15.0 * 60.0;
+
+/// The rounds the default budget fits when every comparison runs to its end (none decided
+/// early): the budget over the pilots' measured time of a full round (docs/COMPARISON.md).
+/// Deciding comparisons early leaves more rounds for the rest.
+pub const ROUNDS_IN_BUDGET: usize = 6;
+
+/// The comparisons a default report plans: every workload × every target but minfs.
+pub fn comparisons() -> usize {
+    WORKLOADS.len() * (TARGETS.len() - 1)
+}
+
+/// The default scale of `workload` (`None`: not a reference workload).
+pub fn scale(workload: &str) -> Option<f64> {
+    SCALES.iter().find(|(w, _)| *w == workload).map(|x| x.1)
+}

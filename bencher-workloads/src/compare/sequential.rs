@@ -1,0 +1,302 @@
+//! The verdict of a comparison that stops once it is decided (`minfs-bench compare --budget`):
+//! an anytime-valid confidence sequence for the mean per-round log-ratio.
+//!
+//! # Why not the fixed-count interval
+//! [`super::stats::paired_interval`] holds at its level for a number of rounds fixed in
+//! advance. Looking at it after every round and stopping a comparison as soon as it excludes 1
+//! gives the noise many chances to cross: the chance of a false call grows with every look
+//! (`tests/verdict_stats.rs` shows it, on noise measured here). A **confidence sequence** is a
+//! sequence of intervals that contain the true value at *every* round at once with
+//! probability 1 − α, so it may be looked at after each round and the comparison stopped
+//! whenever it is decided (Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform, nonparametric,
+//! nonasymptotic confidence sequences", Ann. Statist. 2021; Ramdas, Grünwald, Vovk & Shafer,
+//! "Game-theoretic statistics and safe anytime-valid inference", Stat. Sci. 2023).
+//!
+//! # The construction
+//! A round gives d = ln(target's total / minfs's, same round). The rounds' d are taken as
+//! independent draws from a normal law of unknown mean μ and unknown spread σ. For a candidate
+//! μ₀, the **e-value** E_n(μ₀) is the Bayes factor of "mean μ₀ + δσ" against "mean μ₀" with
+//! the right-Haar prior 1/σ on the spread (so only the scale-free shape of the data matters)
+//! and a normal prior δ ~ N(0, 1/c) on the standardised effect, mixed with equal weights over
+//! c ∈ {1, 0.1, 0.01, 0.001} (effects of about 1, 3, 10 and 30 noise deviations). With y_i =
+//! d_i − μ₀, S₁ = Σ y_i, S₂ = Σ y_i², it has the closed form
+//!
+//! ```text
+//! E_n,c(μ₀) = sqrt(c / (n + c)) · (S₂ / (S₂ − S₁² / (n + c)))^(n/2)
+//! ```
+//!
+//! which depends on the data only through the t statistic. Under "the mean is μ₀" it is the
+//! likelihood ratio of the data's scale-invariant part, a nonnegative martingale that starts
+//! at 1 (E₁ = 1): Lai, "On confidence sequences", Ann. Statist. 1976; Pérez-Ortiz, Lardy, de
+//! Heide & Grünwald, "E-statistics, group invariance and anytime-valid testing", Ann. Statist.
+//! 2024. By Ville's inequality it ever reaches 1/α with probability at most α, whatever the
+//! stopping rule. So the set {μ₀ : E_k(μ₀) < 1/α} at round k — an interval centred on the
+//! mean of the d, since E grows with |mean − μ₀| — contains μ at every round at once with
+//! probability 1 − α; intersecting the sets of rounds 2 … n keeps that (this module reports
+//! the running intersection).
+//!
+//! A report's family of M comparisons is held together by Bonferroni: each at α = 0.05/M, M
+//! the comparisons *planned* (every workload × every target but minfs), fixed before the first
+//! round. Then, whatever the rounds, the budget, and whichever comparisons stop when, all the
+//! report's intervals contain their true ratio with probability ≥ 95 %, so every verdict
+//! (slower, faster, within ±5 %) of a report holds together at that level.
+//!
+//! # What it assumes, and the check
+//! That a comparison's rounds are independent and identically distributed (the machine does
+//! not drift in a way that favours one target), and the normal shape. The second does not hold
+//! on this project's machines (heavy tails); `tests/verdict_stats.rs` therefore checks the
+//! rule exactly as `minfs-bench compare` runs it on noise drawn from pilot runs on the
+//! emulated drive and on the loop device (`tests/data/noise-*.json`): equal targets called
+//! slower or faster in at most 5 % of simulated reports.
+//!
+//! # Numbers
+//! The first round gives no spread: E₁ = 1. The largest e-value n rounds can give (a
+//! difference far beyond the noise) is the mixture of ((n + c)/c)^((n−1)/2); at the default's 24
+//! comparisons (α = 0.05/24) that needs n ≥ 3 rounds. With a spread of 1 % per round a 15 %
+//! difference is decided at round 4 or 5; with 4 %, at about 8 ([`rounds_to_decide`]).
+
+use super::stats::{judge, Interval, Judgement, FAMILY_ALPHA};
+
+/// The precisions c of the normal prior on the standardised effect (prior deviation 1/√c), mixed
+/// with equal weights.
+pub const PRIOR_PRECISIONS: [f64; 4] = [1.0, 0.1, 0.01, 0.001];
+
+/// ln of the mean of `exp(x)` over `xs` (a mixture with equal weights), without overflow.
+fn log_mean_exp(xs: impl Iterator<Item = f64>) -> f64 {
+    let xs: Vec<f64> = xs.collect();
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if max == f64::INFINITY {
+        return f64::INFINITY;
+    }
+    if max == f64::NEG_INFINITY {
+        return max;
+    }
+    max + (xs.iter().map(|x| (x - max).exp()).sum::<f64>() / xs.len() as f64).ln()
+}
+
+/// ln E_n(μ₀): the e-value against "the mean of `d` is `mu`" (see the module's note). 0 (an
+/// e-value of 1) with fewer than 2 values, or when every value equals `mu`.
+pub fn log_evalue(d: &[f64], mu: f64) -> f64 {
+    let n = d.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let (s1, s2) = d.iter().fold((0.0, 0.0), |(s1, s2), x| {
+        let y = x - mu;
+        (s1 + y, s2 + y * y)
+    });
+    if s2 <= 0.0 {
+        return 0.0;
+    }
+    let n = n as f64;
+    log_mean_exp(PRIOR_PRECISIONS.iter().map(|&c| {
+        // S₂ / (S₂ − S₁²/(n + c)) = 1 / (1 − r), r ∈ [0, n/(n + c)].
+        let r = (s1 * s1 / ((n + c) * s2)).min(1.0);
+        if r >= 1.0 {
+            return f64::INFINITY;
+        }
+        0.5 * (c / (n + c)).ln() - 0.5 * n * (-r).ln_1p()
+    }))
+}
+
+/// ln of the largest e-value `n` values can give (a mean infinitely far from μ₀ relative to
+/// their spread).
+fn log_evalue_limit(n: usize) -> f64 {
+    if n < 2 {
+        return 0.0;
+    }
+    let n = n as f64;
+    log_mean_exp(
+        PRIOR_PRECISIONS
+            .iter()
+            .map(|&c| 0.5 * (n - 1.0) * ((n + c) / c).ln()),
+    )
+}
+
+/// The fewest rounds whose confidence sequence at `alpha` can be bounded (whatever the data).
+pub fn min_rounds(alpha: f64) -> usize {
+    let threshold = (1.0 / alpha).ln();
+    (2..1000)
+        .find(|&n| log_evalue_limit(n) >= threshold)
+        .unwrap_or(1000)
+}
+
+/// The set of means not rejected at `alpha` by the values `d` alone (round n = `d.len()`, not
+/// intersected with earlier rounds), on the log scale: (low, high). Infinite with fewer than
+/// 2 values or too few for `alpha`.
+pub fn set_at(d: &[f64], alpha: f64) -> (f64, f64) {
+    let n = d.len();
+    let unbounded = (f64::NEG_INFINITY, f64::INFINITY);
+    let threshold = (1.0 / alpha).ln();
+    if n < 2 || log_evalue_limit(n) < threshold {
+        return unbounded;
+    }
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let spread = d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
+    if spread <= 0.0 {
+        // Every value the same: any other mean is as far as can be (the limit, reached above).
+        return (mean, mean);
+    }
+    let e = |h: f64| log_evalue(d, mean + h);
+    let mut hi = (spread / n as f64).sqrt().max(1e-12);
+    let mut doublings = 0;
+    while e(hi) < threshold {
+        hi *= 2.0;
+        doublings += 1;
+        if doublings > 200 || !hi.is_finite() {
+            return unbounded;
+        }
+    }
+    let mut lo = 0.0;
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if e(mid) < threshold {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (mean - hi, mean + hi)
+}
+
+/// The confidence sequence's interval after the rounds `d` (the per-round log-ratios, in round
+/// order), at `alpha`: the intersection of the sets of rounds 2 … n, as a ratio. The estimate
+/// is exp of the mean log-ratio, moved into the interval where the intersection left it
+/// outside. `None` with fewer than 2 rounds. An interval from 0 to infinity while the rounds
+/// cannot bound it. Should the intersection be empty (the data contradict the assumptions),
+/// the last round's set alone.
+pub fn interval(d: &[f64], alpha: f64) -> Option<Interval> {
+    let n = d.len();
+    if n < 2 {
+        return None;
+    }
+    let (mut low, mut high) = (f64::NEG_INFINITY, f64::INFINITY);
+    for k in 2..=n {
+        let (l, h) = set_at(&d[..k], alpha);
+        low = low.max(l);
+        high = high.min(h);
+    }
+    if low > high {
+        (low, high) = set_at(d, alpha);
+    }
+    let mean = d.iter().sum::<f64>() / n as f64;
+    Some(Interval {
+        ratio: mean.clamp(low, high).exp(),
+        low: low.exp(),
+        high: high.exp(),
+        rounds: n,
+    })
+}
+
+/// The per-round log-ratios of `target` to `base` (index k = round k) over the rounds in which
+/// both have a positive value, in round order.
+pub fn paired_log_ratios(target: &[Option<f64>], base: &[Option<f64>]) -> Vec<f64> {
+    target
+        .iter()
+        .zip(base)
+        .filter_map(|(t, b)| match (t, b) {
+            (Some(t), Some(b)) if *t > 0.0 && *b > 0.0 => Some((t / b).ln()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The per-comparison level of a report of `m` planned comparisons (Bonferroni).
+pub fn alpha(m: usize) -> f64 {
+    FAMILY_ALPHA / m.max(1) as f64
+}
+
+/// The verdict after the rounds `d` at `alpha`: `Undecided` while the interval is unbounded or
+/// straddles a boundary.
+pub fn judge_rounds(d: &[f64], alpha: f64) -> Judgement {
+    interval(d, alpha).map_or(Judgement::Undecided, |i| judge(&i))
+}
+
+/// The round at which the rounds `d` are first decided at `alpha` (1-based), or `None`.
+pub fn rounds_to_decide(d: &[f64], alpha: f64) -> Option<usize> {
+    (2..=d.len()).find(|&k| judge_rounds(&d[..k], alpha) != Judgement::Undecided)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_round_is_no_evidence() {
+        assert_eq!(log_evalue(&[0.3], 0.0), 0.0);
+        assert!(interval(&[0.3], 0.05).is_none());
+    }
+
+    #[test]
+    fn evalue_matches_the_closed_form() {
+        // n = 3, μ₀ = 0, d = 0.1, 0.2, 0.3: S₁ = 0.6, S₂ = 0.14.
+        let d = [0.1, 0.2, 0.3];
+        let want: f64 = PRIOR_PRECISIONS
+            .iter()
+            .map(|&c| (c / (3.0 + c)).sqrt() * (0.14 / (0.14 - 0.36 / (3.0 + c))).powf(1.5))
+            .sum::<f64>()
+            / 4.0;
+        assert!((log_evalue(&d, 0.0) - want.ln()).abs() < 1e-12);
+        // It grows as μ₀ moves away from the mean, symmetrically.
+        assert!(log_evalue(&d, 0.2) < log_evalue(&d, 0.25));
+        assert!((log_evalue(&d, 0.1) - log_evalue(&d, 0.3)).abs() < 1e-12);
+        // The limit is reached far away.
+        assert!((log_evalue(&d, 1e9) - log_evalue_limit(3)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_set_is_where_the_evalue_stays_below_the_threshold() {
+        let d = [0.10, 0.12, 0.09, 0.11, 0.13];
+        let alpha = 0.05 / 24.0;
+        let (lo, hi) = set_at(&d, alpha);
+        let t = (1.0 / alpha).ln();
+        assert!(lo < 0.11 && hi > 0.11, "{lo} {hi}");
+        assert!((log_evalue(&d, lo) - t).abs() < 1e-6);
+        assert!((log_evalue(&d, hi) - t).abs() < 1e-6);
+        assert!(log_evalue(&d, (lo + hi) / 2.0) < t);
+        // Clearly above 0 and clearly above 5 %: slower.
+        assert_eq!(judge_rounds(&d, alpha), Judgement::Slower);
+    }
+
+    #[test]
+    fn fewest_rounds() {
+        // One comparison at 5 %: 1/α = 20 needs a mixture limit of 20.
+        assert_eq!(min_rounds(0.05), 3);
+        assert_eq!(min_rounds(alpha(24)), 3);
+        assert!(min_rounds(1e-12) > 3);
+        assert_eq!(set_at(&[0.1, 0.2], alpha(24)).1, f64::INFINITY);
+    }
+
+    #[test]
+    fn a_precise_small_difference_is_within_the_margin_not_slower() {
+        // 1 % slower, measured to ±0.1 %.
+        let d: Vec<f64> = (0..8)
+            .map(|k| 0.01 + if k % 2 == 0 { 0.001 } else { -0.001 })
+            .collect();
+        let i = interval(&d, alpha(24)).unwrap();
+        assert!(i.low > 1.0, "{i:?}");
+        assert_eq!(judge(&i), Judgement::Equal);
+    }
+
+    #[test]
+    fn the_running_intersection_never_widens() {
+        let d = [0.2, 0.25, 0.18, 0.3, 0.15, 0.22, 0.26, 0.21, 0.19, 0.24];
+        let a = alpha(24);
+        let mut last = (0.0, f64::INFINITY);
+        for k in 2..=d.len() {
+            let i = interval(&d[..k], a).unwrap();
+            assert!(
+                i.low >= last.0 && i.high <= last.1,
+                "round {k}: {i:?} after {last:?}"
+            );
+            last = (i.low, i.high);
+        }
+        assert!(rounds_to_decide(&d, a).is_some());
+    }
+
+    #[test]
+    fn equal_values_give_a_point() {
+        let i = interval(&[0.1, 0.1, 0.1, 0.1], alpha(24)).unwrap();
+        assert!((i.low - 0.1f64.exp()).abs() < 1e-12 && (i.high - i.low).abs() < 1e-12);
+    }
+}
