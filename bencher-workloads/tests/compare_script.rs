@@ -1,6 +1,7 @@
-//! `scripts/compare.sh` end to end (root and loop devices; skipped with a printed reason
-//! elsewhere): a tiny-scale comparison of every target and reference workload on a loop
-//! device, and the script's refusal of a device that holds a filesystem or is mounted.
+//! `scripts/compare.sh` (the wrapper that runs `minfs-bench compare`) end to end (root and
+//! loop devices; skipped with a printed reason elsewhere): a tiny-scale comparison of every
+//! target and reference workload on a loop device, the emulated drive, the refusal of a
+//! device that holds a filesystem or is mounted, and the cleanup after Ctrl-C and SIGTERM.
 //!
 //! The script is given this build's binaries with `--bin-dir` (it would otherwise build
 //! release binaries itself).
@@ -125,6 +126,8 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
     let work = scratch.path().join("work");
     let out_dir = scratch.path().join("out");
     let (out, pid) = compare(&[
+        "--device",
+        "loop",
         "--targets",
         "all",
         "--scale",
@@ -140,20 +143,18 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
 
     // Progress: elapsed and an estimate of the time left on each run's line but the last.
     let err = String::from_utf8_lossy(&out.stderr);
-    let total = err
+    let lines: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("compare.sh: ["))
-        .count();
+        .filter(|l| l.starts_with("minfs-bench compare: [round 1 of 1] "))
+        .collect();
+    let total = lines.len();
     let targets = expected_targets();
-    assert!(total >= targets.len() * WORKLOADS.len(), "{err}");
+    assert_eq!(total, targets.len() * WORKLOADS.len(), "{err}");
     assert!(
-        err.contains(&format!("[1/{total}] run 1 seq-256k ")) && err.contains(", about "),
+        lines[0].contains("] seq-256k ") && err.contains("; about "),
         "{err}"
     );
-    let last = err
-        .lines()
-        .find(|l| l.starts_with(&format!("compare.sh: [{total}/{total}] ")))
-        .unwrap_or_else(|| panic!("no line of the last run in {err}"));
+    let last = lines[total - 1];
     assert!(
         last.contains("(elapsed ") && !last.contains("left"),
         "{last}"
@@ -291,14 +292,8 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
             .arg(bin_dir_with_hddsim())
             .args(["--device", "emulated", "--workloads", "seq-256k"])
             .args(drive_queue.then_some("--drive-queue"))
-            .args([
-                "--targets",
-                "raw,ext4-defaults",
-                "--scale",
-                "0.001",
-                "--runs",
-                "1",
-            ])
+            .args(["--runs", "1"])
+            .args(["--targets", "raw,ext4-defaults", "--scale", "0.001"])
             .arg("--work")
             .arg(&work)
             .arg("--out")
@@ -459,7 +454,8 @@ fn interrupt_compare(
         .arg(repo().join("scripts/compare.sh"))
         .arg("--bin-dir")
         .arg(bin_dir())
-        .args(["--workloads", "seq-256k", "--targets", "minfs,ext4"])
+        .args(["--device", "loop", "--workloads", "seq-256k"])
+        .args(["--targets", "minfs,ext4"])
         .args(["--scale", "0.05", "--runs", "3", "--no-trace"])
         .arg("--work")
         .arg(&work)
@@ -483,7 +479,7 @@ fn interrupt_compare(
         }
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
-                "compare.sh ended ({status}) before a run began: {}",
+                "compare ended ({status}) before a run began: {}",
                 fs::read_to_string(&log).unwrap_or_default()
             );
         }
@@ -493,7 +489,7 @@ fn interrupt_compare(
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // `env` execs bash: the same process, compare.sh's `$$`.
+    // `env` execs bash, which execs minfs-bench: the same process, compare.sh's `$$`.
     let own = child.id();
     let pid = own.to_string();
     let whom = if group { format!("-{pid}") } else { pid };
@@ -507,7 +503,8 @@ fn interrupt_compare(
 }
 
 /// Asserts what an interrupted compare.sh must leave: exit 130, its message, and no loop
-/// device, mount, tracefs instance or image of its own.
+/// device, mount, tracefs instance or image of its own; no partial run file; the report of
+/// the rounds done.
 fn assert_interrupted_and_clean(
     status: std::process::ExitStatus,
     stderr: &str,
@@ -517,9 +514,15 @@ fn assert_interrupted_and_clean(
     let work = scratch.join("work");
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(
-        stderr.contains("compare.sh: interrupted; cleaned up"),
+        stderr.contains("minfs-bench compare: interrupted; cleaned up"),
         "{stderr}"
     );
+    let out_dir = scratch.join("out");
+    assert!(
+        out_dir.join("report.md").is_file(),
+        "no report.md: {stderr}"
+    );
+    assert_no_empty_json(&out_dir);
     let left = leftovers(work.to_str().unwrap(), pid);
     assert!(left.is_empty(), "left behind: {left:?}\n{stderr}");
     let rest: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
@@ -527,6 +530,40 @@ fn assert_interrupted_and_clean(
         rest.is_empty(),
         "image or mount point not removed: {rest:?}"
     );
+}
+
+/// No JSON file under `dir` is empty or does not parse, and no temporary one is left.
+fn assert_no_empty_json(dir: &Path) {
+    for entry in walk(dir) {
+        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            !name.ends_with(".partial") && !name.ends_with(".tmp"),
+            "left: {}",
+            entry.display()
+        );
+        if name.ends_with(".json") {
+            let text = fs::read_to_string(&entry).unwrap();
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+                "{} is empty or partial: {text:?}",
+                entry.display()
+            );
+        }
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
 }
 
 #[test]
@@ -616,7 +653,7 @@ fn compare_script_on_the_whole_emulated_drive_runs_target_by_target_and_cleans_u
     let err = String::from_utf8_lossy(&out.stderr);
     let order: Vec<&str> = err
         .lines()
-        .filter_map(|l| l.split_once("] run 1 ").map(|(_, r)| r))
+        .filter_map(|l| l.split_once("[run 1 of 1] ").map(|(_, r)| r))
         .map(|r| r.split(':').next().unwrap())
         .collect();
     assert_eq!(
@@ -743,13 +780,17 @@ fn compare_script_refuses_a_whole_drive_without_host_space_naming_both_sizes() {
 fn compare_script_rejects_bad_whole_drive_target_and_order_options() {
     for (args, want) in [
         (
-            vec!["--whole-drive"],
+            vec!["--device", "loop", "--whole-drive"],
             "--whole-drive needs --device emulated",
         ),
         (
-            vec!["--drive-queue"],
+            vec!["--device", "loop", "--drive-queue"],
             "--drive-queue needs --device emulated",
         ),
+        (vec!["--order", "targets"], "--order targets needs --runs N"),
+        (vec!["--runs", "3", "--budget", "5m"], "cannot be used with"),
+        (vec!["--budget", "5 minutes"], "--budget '5 minutes'"),
+        (vec!["--scale", "0.1,nope=0.2"], "workload 'nope'"),
         (vec!["--targets", "ext4@1024"], "after @ is 512 or 4096"),
         (vec!["--targets", "zfs@4096"], "unknown target 'zfs'"),
         (vec!["--targets", "xfs,xfs"], "listed twice"),
@@ -766,11 +807,7 @@ fn compare_script_rejects_bad_whole_drive_target_and_order_options() {
             "exclude each other",
         ),
     ] {
-        let out = Command::new("bash")
-            .arg(repo().join("scripts/compare.sh"))
-            .args(&args)
-            .output()
-            .expect("bash runs");
+        let (out, _) = compare(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{args:?}: {err}");
@@ -778,29 +815,23 @@ fn compare_script_rejects_bad_whole_drive_target_and_order_options() {
 }
 
 /// Regression: a long comparison stopped when mkfs.xfs found the loop device busy for a moment
-/// (another process held it open exclusively). compare.sh's `retry_busy` (scripts/lib/retry.sh)
-/// runs mkfs.ext4 and mkfs.xfs again until the device is free.
+/// (another process held it open exclusively). `minfs-bench compare` runs mkfs.ext4 and
+/// mkfs.xfs (and mount, wipefs, minfs mkfs) through `devguard::retry_busy`, which runs them
+/// again until the device is free.
 #[test]
 fn mkfs_on_a_momentarily_busy_device_is_retried() {
     use std::os::unix::fs::OpenOptionsExt;
     require_loop!();
-    for (tool, args) in [
-        ("mkfs.xfs", "mkfs.xfs -f -q"),
-        ("mkfs.ext4", "mkfs.ext4 -F -q"),
-    ] {
+    for (tool, args) in [("mkfs.xfs", ["-f", "-q"]), ("mkfs.ext4", ["-F", "-q"])] {
         if testutil::which(tool).is_none() {
             testutil::print_skip(module_path!(), &format!("{tool} is not installed"));
             continue;
         }
         let lo = LoopDevice::new(512 << 20, 512).unwrap();
-        let mkfs = |retry: bool| {
-            let script = format!(
-                "source {}; {} {args} {}",
-                repo().join("scripts/lib/retry.sh").display(),
-                if retry { "retry_busy" } else { "" },
-                lo.path().display()
-            );
-            Command::new("bash").args(["-c", &script]).output().unwrap()
+        let mkfs = || {
+            let mut cmd = Command::new(tool);
+            cmd.args(args).arg(lo.path());
+            cmd
         };
         // Held exclusively (O_EXCL on a block device) for 3 s, as a probing process would.
         let held = fs::OpenOptions::new()
@@ -808,17 +839,18 @@ fn mkfs_on_a_momentarily_busy_device_is_retried() {
             .custom_flags(libc::O_EXCL)
             .open(lo.path())
             .unwrap();
-        let plain = mkfs(false);
+        let plain = mkfs().output().unwrap();
         assert!(!plain.status.success(), "{tool} ran on a held device");
         let release = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(3));
             drop(held);
         });
-        let retried = mkfs(true);
+        let mut log = Vec::new();
+        let retried = testutil::retry_busy(&mut mkfs(), "test", &mut log);
         release.join().unwrap();
-        assert!(retried.status.success(), "{tool}: {}", text(&retried));
-        let err = String::from_utf8_lossy(&retried.stderr);
-        assert!(err.contains("device busy, retrying (1)"), "{tool}: {err}");
+        let log = String::from_utf8_lossy(&log);
+        assert!(retried.is_ok(), "{tool}: {retried:?}\n{log}");
+        assert!(log.contains("device busy, retrying (1)"), "{tool}: {log}");
     }
 }
 

@@ -10,14 +10,15 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+
+pub use devguard::{
+    is_root, retry_args, retry_busy, run, scratch_dir, which, Emulator, FuseMount, ImageFile,
+    LoopDevice, MaxPagesLimit, Mount, QueueMode, Tracing,
+};
 
 /// Why loop-device tests cannot run here, or `None` when they can.
 pub fn loop_unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    #[allow(unsafe_code)]
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
+    if !is_root() {
         return Some("not running as root (loop devices need root)".into());
     }
     if !Path::new("/dev/loop-control").exists() {
@@ -66,177 +67,6 @@ pub fn skip_line(thread: Option<&str>, what: &str, reason: &str) -> String {
     }
 }
 
-/// Whether a program is on PATH (also looks in the sbin directories).
-pub fn which(prog: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"])
-        .map(|d| Path::new(d).join(prog))
-        .find(|p| p.is_file());
-    found
-}
-
-/// Runs a command, failing with its stderr when it exits non-zero.
-pub fn run(cmd: &mut Command) -> io::Result<String> {
-    let out = cmd.output()?;
-    if !out.status.success() {
-        return Err(io::Error::other(format!(
-            "{:?} failed with {}: {}",
-            cmd,
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// A loop device over a fresh image file in its own temporary directory. Dropping it detaches
-/// the device and deletes the image.
-#[derive(Debug)]
-pub struct LoopDevice {
-    dev: PathBuf,
-    image: PathBuf,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl LoopDevice {
-    /// Attaches a loop device (`--direct-io=on`, the given logical sector size) over a new
-    /// zero-filled image of `size` bytes.
-    pub fn new(size: u64, sector_size: u32) -> io::Result<LoopDevice> {
-        let dir = tempfile::Builder::new()
-            .prefix("minfs-test-")
-            .tempdir_in(scratch_dir())?;
-        let image = dir.path().join("loop.img");
-        let f = std::fs::File::create(&image)?;
-        f.set_len(size)?;
-        drop(f);
-        let mut dev = LoopDevice::over(&image, sector_size)?;
-        dev._dir = Some(dir);
-        Ok(dev)
-    }
-
-    /// Attaches a loop device (`--direct-io=on`, the given logical sector size) over an
-    /// existing file, which stays when the device is detached.
-    ///
-    /// `losetup --find` can lose a race with another process attaching at the same moment,
-    /// or pick a device whose node devtmpfs has not made yet ("No such file or directory"):
-    /// those two failures are retried for up to 5 s.
-    pub fn over(image: &Path, sector_size: u32) -> io::Result<LoopDevice> {
-        let attach = || {
-            run(Command::new("losetup")
-                .args(["--find", "--show", "--direct-io=on", "--sector-size"])
-                .arg(sector_size.to_string())
-                .arg(image))
-        };
-        let mut out = attach();
-        for _ in 0..50 {
-            match &out {
-                Err(e) if is_transient_attach_failure(&e.to_string()) => {
-                    std::thread::sleep(Duration::from_millis(100));
-                    out = attach();
-                }
-                _ => break,
-            }
-        }
-        let out = out?;
-        Ok(LoopDevice {
-            dev: PathBuf::from(out.trim()),
-            image: image.to_path_buf(),
-            _dir: None,
-        })
-    }
-
-    /// The device node, e.g. `/dev/loop3`.
-    pub fn path(&self) -> &Path {
-        &self.dev
-    }
-
-    /// The backing file.
-    pub fn image(&self) -> &Path {
-        &self.image
-    }
-
-    /// The reads and writes the device has completed since it was attached (fields 1 and 5
-    /// of /sys/block/loopN/stat): requests as the device got them, after the block layer
-    /// split or merged what programs asked for.
-    pub fn completed_requests(&self) -> io::Result<(u64, u64)> {
-        let name = self
-            .dev
-            .file_name()
-            .ok_or_else(|| io::Error::other(format!("{}: no device name", self.dev.display())))?;
-        let path = Path::new("/sys/block").join(name).join("stat");
-        let text = std::fs::read_to_string(&path)?;
-        let fields: Vec<u64> = text
-            .split_whitespace()
-            .map(|f| f.parse::<u64>())
-            .collect::<Result<_, _>>()
-            .map_err(|e| io::Error::other(format!("{}: {e}: {text:?}", path.display())))?;
-        match fields[..] {
-            [reads, _, _, _, writes, ..] => Ok((reads, writes)),
-            _ => Err(io::Error::other(format!("{}: {text:?}", path.display()))),
-        }
-    }
-}
-
-/// Whether `losetup --find`'s error is one that a retry can get past: the device it found was
-/// taken by another process first, or its node did not exist yet.
-fn is_transient_attach_failure(err: &str) -> bool {
-    err.contains("failed to set up loop device")
-        && (err.contains("No such file or directory") || err.contains("Device or resource busy"))
-}
-
-/// Runs `prog args` until it succeeds (a device can stay busy for a moment after its last
-/// user closes it), for up to 5 s; warns if it never does. For cleanup in `Drop`.
-pub fn retry_args(prog: &str, args: &[&std::ffi::OsStr]) {
-    for _ in 0..50 {
-        let ok = Command::new(prog)
-            .args(args)
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if ok {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    eprintln!("warning: `{prog} {args:?}` kept failing");
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        retry_args("losetup", &["-d".as_ref(), self.dev.as_os_str()]);
-    }
-}
-
-/// A mount of a device on a fresh temporary directory; dropping it unmounts.
-#[derive(Debug)]
-pub struct Mount {
-    dir: tempfile::TempDir,
-}
-
-impl Mount {
-    /// `mount DEV DIR`.
-    pub fn new(dev: &Path) -> io::Result<Mount> {
-        let dir = tempfile::Builder::new()
-            .prefix("minfs-mnt-")
-            .tempdir_in(scratch_dir())?;
-        run(Command::new("mount").arg(dev).arg(dir.path()))?;
-        Ok(Mount { dir })
-    }
-
-    /// The mount point.
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        retry_args("umount", &[self.dir.path().as_os_str()]);
-    }
-}
-
 /// `mkfs.ext4` without a journal, as the comparison uses it.
 pub fn mkfs_ext4(dev: &Path) -> io::Result<()> {
     run(Command::new("mkfs.ext4")
@@ -255,13 +85,6 @@ pub fn mkfs_ext4(dev: &Path) -> io::Result<()> {
 /// `mkfs.xfs -f -K`.
 pub fn mkfs_xfs(dev: &Path) -> io::Result<()> {
     run(Command::new("mkfs.xfs").args(["-q", "-f", "-K"]).arg(dev)).map(drop)
-}
-
-/// Where tests put images: `MINFS_TEST_DIR`, else `/var/tmp` (on disk, O_DIRECT-capable).
-pub fn scratch_dir() -> PathBuf {
-    std::env::var_os("MINFS_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/tmp"))
 }
 
 /// A number from the environment variable `name`, or `default` when it is unset (benchmarks'
@@ -291,12 +114,6 @@ impl XorShift {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-}
-
-/// Whether this process runs as root (the owner of `/proc/self`).
-pub fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// The command prefix that runs `bin` as user `nobody` (65534) via `setpriv`, empty when this
@@ -430,8 +247,6 @@ pub fn mappings(pid: &str) -> io::Result<Vec<Mapping>> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_transient_attach_failure;
-
     #[test]
     fn mappings_of_this_process_hold_its_stack_and_heap() {
         let on_stack = 0u64;
@@ -466,23 +281,6 @@ mod tests {
         );
         assert_eq!(super::skip_line(Some("main"), "x", "y"), "SKIPPED x: y\n");
         assert_eq!(super::skip_line(None, "x", "y"), "SKIPPED x: y\n");
-    }
-
-    #[test]
-    fn only_races_of_losetup_find_are_retried() {
-        let e = "\"losetup\" failed with exit status: 1: losetup: /var/tmp/x.img: failed to set up loop device";
-        assert!(is_transient_attach_failure(&format!(
-            "{e}: No such file or directory"
-        )));
-        assert!(is_transient_attach_failure(&format!(
-            "{e}: Device or resource busy"
-        )));
-        assert!(!is_transient_attach_failure(&format!(
-            "{e}: Invalid argument"
-        )));
-        assert!(!is_transient_attach_failure(
-            "losetup: /nonexistent.img: No such file or directory"
-        ));
     }
 }
 

@@ -65,9 +65,24 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// The exit statuses of `minfs-bench` and of each of its subcommands (they are the same), as
-/// (status, meaning).
-pub fn exit_statuses(_subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
+/// The exit statuses of `minfs-bench` and of each of its subcommands (the same but for
+/// `compare`'s), as (status, meaning).
+pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
+    if subcommand == Some("compare") {
+        return vec![
+            (0, "every run succeeded"),
+            (1, "a run or step failed (the report marks it)"),
+            (
+                EXIT_USAGE,
+                "usage error, an --out that is not empty, or a refused device",
+            ),
+            (
+                130,
+                "interrupted (SIGINT or SIGTERM): what was made is undone and the report of \
+                 the rounds done is written",
+            ),
+        ];
+    }
     vec![
         (0, "success"),
         (

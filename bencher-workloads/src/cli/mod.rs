@@ -5,6 +5,7 @@
 //! not parse, or expands past `--max-ops`).
 
 pub mod check;
+pub mod compare;
 pub mod completions;
 pub mod hdd_replay;
 pub mod report;
@@ -93,6 +94,18 @@ pub enum Commands {
     /// JSON report, op-log and modelled reports), writes report.md with the targets' latencies
     /// side by side and as ratios to minfs, and the plots, and prints the path of report.md.
     Report(report::ReportArgs),
+    /// Compare Cannyls on minfs with Cannyls on ext4, XFS and the bare device, on one device
+    /// (by default an emulated 512e hard drive), until every comparison is decided or the time
+    /// budget is spent.
+    ///
+    /// Each target is made afresh before every run; each round runs every workload on minfs and
+    /// on the targets whose comparison with it is still undecided (or on every target, --runs N
+    /// times). Writes the comparison directory (compare.json, SETUP.md, runs/), renders
+    /// report.md as `report` does and prints its summary. What it makes (loop device, mounts,
+    /// the emulator, the tracefs instance, queue settings) is undone on exit, error, Ctrl-C and
+    /// SIGTERM. Needs root. Exit codes: 0 every run succeeded; 1 a run or step failed; 2 usage
+    /// error, an --out that is not empty or a refused device; 130 interrupted.
+    Compare(Box<compare::CompareArgs>),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
     ///
     /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another
@@ -282,6 +295,7 @@ where
         Commands::Run(args) => run::run(&args, out, err),
         Commands::HddReplay(args) => hdd_replay::hdd_replay(&args, out, err),
         Commands::Report(args) => report::report(&args, out, err),
+        Commands::Compare(args) => compare::compare(&args, out, err),
         Commands::Completions(args) => completions::completions(&args, out),
     }
 }

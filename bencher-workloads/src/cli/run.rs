@@ -143,17 +143,22 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
             }
         }
     }
-    // Created up front so that a path that cannot be written fails before the run, and
-    // removed again if the run fails.
+    // Written to a temporary file next to it (created up front, so that a directory that
+    // cannot be written fails before the run) and renamed over it once whole: a run that
+    // fails or is killed never leaves a partial or empty report under the name.
     let mut json_out = match &args.json {
-        Some(path) if path.as_os_str() != "-" => match File::create(path) {
-            Ok(f) => Some(JsonFile {
-                file: Some(f),
-                path: path.clone(),
-                keep: false,
-            }),
-            Err(e) => return fail(err, &format!("cannot create {}: {e}", path.display())),
-        },
+        Some(path) if path.as_os_str() != "-" => {
+            let tmp = partial_path(path);
+            match File::create(&tmp) {
+                Ok(f) => Some(JsonFile {
+                    file: Some(f),
+                    path: path.clone(),
+                    tmp,
+                    keep: false,
+                }),
+                Err(e) => return fail(err, &format!("cannot create {}: {e}", tmp.display())),
+            }
+        }
         _ => None,
     };
 
@@ -228,7 +233,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
         let written = serde_json::to_writer_pretty(&mut file, &report)
             .map_err(io::Error::from)
             .and_then(|()| writeln!(file))
-            .and_then(|()| file.flush());
+            .and_then(|()| file.flush())
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&json.tmp, &json.path));
         if let Err(e) = written {
             return fail(err, &format!("cannot write {}: {e}", json.path.display()));
         }
@@ -237,10 +244,12 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
-/// The `--json` file: removed when dropped before the report is in it.
+/// The `--json` file being written: its temporary file, removed when dropped before the
+/// report is in it and renamed.
 struct JsonFile {
     file: Option<File>,
     path: PathBuf,
+    tmp: PathBuf,
     keep: bool,
 }
 
@@ -248,9 +257,19 @@ impl Drop for JsonFile {
     fn drop(&mut self) {
         if !self.keep {
             drop(self.file.take());
-            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// Where `--json PATH` is written before it is whole: `.NAME.partial` in PATH's directory (a
+/// name `minfs-bench report` does not read).
+pub fn partial_path(path: &std::path::Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.partial"))
 }
 
 #[cfg(test)]

@@ -407,6 +407,16 @@ pub fn read_oplog(path: &Path) -> Result<Vec<u64>, CompareError> {
     Ok(times)
 }
 
+/// What a run whose `run-<k>.json` is empty counts as: a failed run. Runs are no longer
+/// written so (`minfs-bench run --json` renames a whole file into place), but a comparison
+/// interrupted before that left one.
+pub const EMPTY_JSON: &str =
+    "its run-K.json is empty: the run was interrupted or failed before its report was written";
+
+fn is_empty(path: &Path) -> Result<bool, CompareError> {
+    Ok(fs::metadata(path).map_err(|e| io_err(path, e))?.len() == 0)
+}
+
 /// The first line of an `.error` file, at most 300 characters.
 fn error_reason(path: &Path) -> Result<String, CompareError> {
     let bytes = read(path)?;
@@ -492,15 +502,21 @@ pub fn load(dir: &Path) -> Result<Comparison, CompareError> {
             // Sorted: Json(k) before Error(k), so a run with both counts as succeeded.
             for (kind, path) in list {
                 match kind {
+                    RunFile::Json(k) if is_empty(path)? => {
+                        cell.runs[k - 1] = Run::Failed(EMPTY_JSON.to_string());
+                    }
                     RunFile::Json(k) => {
                         let report: RunReport = parse_json(path)?;
                         cell.runs[k - 1] = Run::Ok(Box::new(report));
                     }
                     RunFile::Error(k) => {
-                        if cell.runs[k - 1] == Run::Missing {
+                        let empty = Run::Failed(EMPTY_JSON.to_string());
+                        if cell.runs[k - 1] == Run::Missing || cell.runs[k - 1] == empty {
                             cell.runs[k - 1] = Run::Failed(error_reason(path)?);
                         }
                     }
+                    // An empty modelled report (a replay that was killed) is no model.
+                    RunFile::Model(_, _) if is_empty(path)? => {}
                     RunFile::OpLog(k) => oplogs.push((*k, path)),
                     RunFile::Model(k, profile) => {
                         let modelled: Modelled = parse_json(path)?;
@@ -624,6 +640,28 @@ mod tests {
         fs::write(&p, gz.finish().unwrap()).unwrap();
         assert_eq!(classify("run-1.oplog.gz"), Ok(Some(RunFile::OpLog(1))));
         assert_eq!(read_oplog(&p).unwrap(), [250, 10]);
+    }
+
+    /// Regression: an interrupted comparison left a 0-byte run-K.json and `minfs-bench
+    /// report` refused the directory ("EOF while parsing a value"). It is a failed run now.
+    #[test]
+    fn an_empty_run_json_is_a_failed_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("runs/w/minfs");
+        fs::create_dir_all(&t).unwrap();
+        fs::write(dir.path().join("compare.json"), r#"{"runs": 1}"#).unwrap();
+        fs::write(t.join("run-1.json"), "").unwrap();
+        fs::write(t.join("run-1.model-st1000dm003.json"), "").unwrap();
+        let cmp = load(dir.path()).unwrap();
+        assert_eq!(cmp.cells[0][0].runs, [Run::Failed(EMPTY_JSON.to_string())]);
+        assert!(cmp.cells[0][0].models.is_empty());
+        // With the run's .error too, its reason is shown.
+        fs::write(t.join("run-1.error"), "minfs-bench exited with 1\n").unwrap();
+        let cmp = load(dir.path()).unwrap();
+        assert_eq!(
+            cmp.cells[0][0].runs,
+            [Run::Failed("minfs-bench exited with 1".to_string())]
+        );
     }
 
     #[test]

@@ -1,0 +1,757 @@
+//! What `compare` writes besides the runs: compare.json, SETUP.md, emulation-check.md, the
+//! compressed op-logs and traces, and the summary it prints.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::target::Recorder;
+
+/// compare.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetaJson {
+    pub workloads: Vec<String>,
+    pub targets: Vec<String>,
+    /// The rounds done (rewritten after every round).
+    pub runs: usize,
+    /// The default scale given with --scale (null: each workload's own, in `scales`).
+    pub scale: Option<f64>,
+    /// Each workload's scale.
+    pub scales: BTreeMap<String, f64>,
+    pub seed: Option<u64>,
+    pub block_size: Option<u32>,
+    pub device: String,
+    pub sector_size: u64,
+    pub content: String,
+    pub order: String,
+    pub trace: bool,
+    pub profiles: Vec<String>,
+    pub variants: Vec<String>,
+    /// `budget` or `fixed`.
+    pub stopping: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rounds: Option<u32>,
+    /// Per workload and target, the round after which its comparison was decided.
+    pub decided: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+impl MetaJson {
+    /// Writes `DIR/compare.json` (a temporary file renamed over it).
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
+        text.push('\n');
+        write_atomic(&dir.join("compare.json"), text.as_bytes())
+    }
+}
+
+/// Writes `path` whole or not at all: a temporary file in its directory, renamed over it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// What SETUP.md says beyond compare.json.
+pub struct SetupInfo<'a> {
+    pub o_kind_loop: bool,
+    pub whole: bool,
+    pub emulated: Option<String>,
+    pub hddsim: &'a Path,
+    pub minfs: &'a Path,
+    pub bench: &'a Path,
+    pub work: &'a Path,
+    pub dev: &'a Path,
+    pub bytes: u64,
+    pub loop_cmd: &'a str,
+    pub zero_cmd: &'a str,
+    pub emu_cmd: &'a str,
+    pub max_pages_before: Option<&'a str>,
+    pub max_capacity: u64,
+    pub trace: bool,
+    pub profiles: &'a [String],
+    pub variants: &'a [String],
+    pub git_rev: &'a str,
+    pub bin_dir: Option<&'a Path>,
+    pub span_why: Option<String>,
+    pub elapsed: Duration,
+}
+
+fn sh(cmd: &str) -> String {
+    Command::new("sh")
+        .args(["-c", cmd])
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn out_of(prog: &Path, args: &[&str]) -> String {
+    Command::new(prog)
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn sysval(p: &Path) -> String {
+    std::fs::read_to_string(p)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "n/a".into())
+}
+
+fn q(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Writes `DIR/SETUP.md`.
+pub fn write_setup(
+    dir: &Path,
+    meta: &MetaJson,
+    i: &SetupInfo<'_>,
+    rec: &Recorder,
+) -> io::Result<()> {
+    let mut s = String::new();
+    let queue = devguard::queue_dir(i.dev);
+    let devname = queue
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dev = i.dev.display();
+    let work = q(&i.work.display().to_string());
+    let host_fs = sh(&format!("findmnt -no SOURCE,FSTYPE -T {work} | tr -s ' '"));
+    let _ = writeln!(s, "# Setup of this comparison\n");
+    let _ = writeln!(
+        s,
+        "Written by `minfs-bench compare` (`scripts/compare.sh`); `report.md` is rendered from \
+         the runs by `minfs-bench report`.\n"
+    );
+    let _ = writeln!(s, "| | |\n| --- | --- |");
+    let row = |s: &mut String, k: &str, v: &str| {
+        let _ = writeln!(s, "| {k} | {v} |");
+    };
+    row(&mut s, "date (UTC)", &sh("date -u '+%Y-%m-%d %H:%M'"));
+    row(&mut s, "host", &sh("hostname -s 2>/dev/null || hostname"));
+    row(&mut s, "kernel", &sh("uname -srvm"));
+    row(
+        &mut s,
+        "CPU",
+        &format!(
+            "{}, {} online CPUs",
+            sh("lscpu | sed -n 's/^Model name: *//p' | sed -n 1p"),
+            sh("nproc")
+        ),
+    );
+    row(
+        &mut s,
+        "RAM",
+        &sh("awk '/^MemTotal/ { printf \"%.1f GiB\", $2 / 1048576 }' /proc/meminfo"),
+    );
+    // What `hddsim validate` names the profile by (without running its checks).
+    let validate = |p: &str| {
+        hddsim::profile::load(p)
+            .map(|p| format!("{} ({})", p.stem, p.name))
+            .unwrap_or_else(|e| e.to_string())
+            .replace('|', "\\|")
+    };
+    let dio = sysval(
+        &Path::new("/sys/class/block")
+            .join(&devname)
+            .join("loop/dio"),
+    );
+    if let Some(p) = &i.emulated {
+        let version = out_of(i.hddsim, &["--version"]);
+        if i.whole {
+            row(
+                &mut s,
+                "device",
+                &format!(
+                    "`{dev}`, a loop device (`{}`) over the file of an emulated drive of the \
+                     profile's whole capacity, {} bytes: `{}` ({version}), profile `{p}` ({}), \
+                     backed by a sparse image on {host_fs} (zeros are stored as holes). Before \
+                     each target is made the drive is flushed and the image punched back to holes \
+                     (`sync EMULATOR/disk; fallocate --punch-hole --offset 0 --length {} IMAGE`), \
+                     caches are dropped, and the run starts right after the mkfs and mount, as in \
+                     a deployment: ext4's lazy inode-table init (ext4-defaults) and XFS's log in \
+                     the middle of the drive act as on the real drive. Replies wait for the \
+                     modelled completion; the emulator's statistics at the end: \
+                     `emulator-stats.json`",
+                    i.loop_cmd,
+                    i.bytes,
+                    i.emu_cmd,
+                    validate(p),
+                    i.bytes
+                ),
+            );
+        } else {
+            row(
+                &mut s,
+                "device",
+                &format!(
+                    "`{dev}`, a loop device (`{}`) over the file of an emulated drive, its first \
+                     {} bytes ({} MiB): `{}` ({version}), profile `{p}` ({}), backed by a sparse \
+                     image on {host_fs} (zeros are stored as holes). Before each target is made \
+                     the drive is flushed and the image punched back to holes (`sync \
+                     EMULATOR/disk; fallocate --punch-hole --offset 0 --length {} IMAGE`), caches \
+                     are dropped, and the run starts right after the mkfs and mount. Replies wait \
+                     for the modelled completion; the emulator's statistics at the end: \
+                     `emulator-stats.json`",
+                    i.loop_cmd,
+                    i.bytes,
+                    i.bytes >> 20,
+                    i.emu_cmd,
+                    validate(p),
+                    i.bytes
+                ),
+            );
+            if let Some(why) = &i.span_why {
+                row(
+                    &mut s,
+                    "span of the emulated drive",
+                    &format!("{} bytes: {why}", i.bytes),
+                );
+            }
+        }
+        row(
+            &mut s,
+            "XFS sector size",
+            "`mkfs.xfs -s size=4096`: the real ST1000DM003 reports 4096-byte physical sectors \
+             (512e), from which mkfs.xfs takes a 4096-byte sector size (its log writes are then \
+             whole physical sectors); a loop device over a file reports 512-byte physical \
+             sectors, so it is given explicitly",
+        );
+        row(&mut s, "loop direct I/O", &dio);
+    } else if i.o_kind_loop {
+        row(
+            &mut s,
+            "device",
+            &format!(
+                "`{dev}`, a loop device (`{}`) over a {} MiB image on {host_fs} ({}), \
+                 zero-filled and synced before the first run: `{}`",
+                i.loop_cmd,
+                i.bytes >> 20,
+                sh(&format!("findmnt -no OPTIONS -T {work}")),
+                i.zero_cmd
+            ),
+        );
+        let src = sh(&format!("findmnt -no SOURCE -T {work}"));
+        let mut disk = sh(&format!(
+            "lsblk -no PKNAME {} 2>/dev/null | sed -n 1p",
+            q(&src)
+        ));
+        if disk.is_empty() {
+            disk = Path::new(&src)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+        }
+        let mut hd = sh(&format!(
+            "lsblk -dno NAME,SIZE,ROTA,MODEL /dev/{disk} 2>/dev/null | tr -s ' '"
+        ));
+        if hd.is_empty() {
+            hd = "n/a".into();
+        }
+        row(
+            &mut s,
+            "image's host disk",
+            &format!("{hd} (name, size, rotational, model as lsblk reports)"),
+        );
+        row(&mut s, "loop direct I/O", &dio);
+    } else {
+        row(
+            &mut s,
+            "device",
+            &format!(
+                "`{dev}`, {}",
+                sh(&format!(
+                    "lsblk -dno SIZE,MODEL {} | tr -s ' '",
+                    q(&dev.to_string())
+                ))
+            ),
+        );
+    }
+    for f in [
+        "rotational",
+        "logical_block_size",
+        "physical_block_size",
+        "scheduler",
+        "write_cache",
+        "max_sectors_kb",
+        "nr_requests",
+    ] {
+        row(&mut s, &format!("queue/{f}"), &sysval(&queue.join(f)));
+    }
+    row(
+        &mut s,
+        "queue/max_segments, max_segment_size",
+        &format!(
+            "{}, {} (a request of more scattered pages than max_segments is split: a 1 MiB \
+             buffer of 4 KiB pages is 256)",
+            sysval(&queue.join("max_segments")),
+            sysval(&queue.join("max_segment_size"))
+        ),
+    );
+    row(
+        &mut s,
+        "fs.fuse.max_pages_limit",
+        &format!(
+            "{} before the run; `hddsim emulate` and `minfs mount` raise it for their mounts (a \
+             Cannyls lump is then one FUSE request); put back to {} when the run ends",
+            i.max_pages_before.unwrap_or("absent"),
+            i.max_pages_before.unwrap_or("it")
+        ),
+    );
+    row(
+        &mut s,
+        "transparent huge pages",
+        &format!(
+            "{} (`minfs mount` keeps its buffers on huge pages unless `never`; Cannyls' own \
+             buffers are the allocator's 4 KiB pages)",
+            sysval(Path::new("/sys/kernel/mm/transparent_hugepage/enabled"))
+        ),
+    );
+    row(&mut s, "workloads", &meta.workloads.join(" "));
+    row(&mut s, "targets", &meta.targets.join(" "));
+    let per: Vec<String> = meta
+        .scales
+        .iter()
+        .map(|(w, v)| format!("{w} {v}"))
+        .collect();
+    let scale = match meta.scale {
+        Some(d) if meta.scales.values().all(|v| *v == d) => {
+            format!("{d} (every count in the workload files × {d})")
+        }
+        _ => format!(
+            "per workload (every count in the workload file × its scale): {}",
+            per.join(", ")
+        ),
+    };
+    row(&mut s, "scale", &scale);
+    row(
+        &mut s,
+        "seed",
+        &meta.seed.map_or_else(
+            || "each workload file's own `Seed:` (0 where it has none)".to_string(),
+            |v| v.to_string(),
+        ),
+    );
+    let caches = "caches dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) before each run";
+    if meta.order == "targets" {
+        row(
+            &mut s,
+            "runs",
+            &format!(
+                "{} per workload and target; target by target (`--order targets`: every \
+                 workload of one target before the next); {caches}",
+                meta.runs
+            ),
+        );
+    } else {
+        row(
+            &mut s,
+            "runs",
+            &format!(
+                "{} rounds done; in each, per workload, minfs and the targets run in turn, the \
+                 order rotated each round; {caches}",
+                meta.runs
+            ),
+        );
+    }
+    let stopping = match (meta.stopping.as_str(), meta.budget_s) {
+        ("budget", Some(b)) => format!(
+            "a time budget of {} (`--budget`; the first release build apart), at most {} rounds: \
+             each round runs minfs and only the targets whose comparison with it on that \
+             workload is still undecided; a workload whose comparisons are all decided stops; \
+             the runs end when every comparison is decided or the next round (estimated from \
+             the mean time of each workload and target so far, preparation and replays \
+             included) would not fit. Took {}; the round each comparison was decided in: \
+             compare.json's `decided`",
+            super::plan::human(Duration::from_secs(b)),
+            meta.max_rounds.unwrap_or(0),
+            super::plan::human(i.elapsed)
+        ),
+        _ => format!(
+            "a fixed count of rounds (`--runs`); took {}",
+            super::plan::human(i.elapsed)
+        ),
+    };
+    row(&mut s, "stopping", &stopping);
+    row(
+        &mut s,
+        "lump content",
+        if meta.content == "zeros" {
+            "zeros (`--content zeros`: the model never looks at the bytes; the emulator stores \
+             zeros as holes)"
+        } else {
+            "each lump's deterministic stream (`--content stream`)"
+        },
+    );
+    match meta.block_size {
+        Some(b) => row(
+            &mut s,
+            "Cannyls block size",
+            &format!("{b} (minfs-512: 512)"),
+        ),
+        None => row(
+            &mut s,
+            "Cannyls block size",
+            "each target's default: minfs 4096 (MinfsNvm's), minfs-512 512, the FileNvm targets \
+             512; TARGET@N at N (each run's JSON records its block_size)",
+        ),
+    }
+    row(
+        &mut s,
+        "capacity",
+        &format!(
+            "minfs-bench's default per workload and block size (1.5 × peak live data + \
+             journal; a target at 4096 gets more than one at 512 where lumps round up); largest \
+             {} MiB",
+            i.max_capacity >> 20
+        ),
+    );
+    let devnum = devguard::trace_dev_number(i.dev).unwrap_or(0);
+    row(
+        &mut s,
+        "block trace",
+        &if i.trace {
+            format!(
+                "on (tracefs instance, trace_clock mono, block_rq_issue/complete filtered to dev \
+                 {devnum})"
+            )
+        } else {
+            "off".to_string()
+        },
+    );
+    let none = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    row(
+        &mut s,
+        "HDD model profiles",
+        &format!(
+            "{} (the rule sets of one drive, shipped first: {})",
+            none(i.profiles),
+            none(i.variants)
+        ),
+    );
+    row(
+        &mut s,
+        "git revision",
+        &format!(
+            "{} when the run started{}",
+            i.git_rev,
+            i.bin_dir.map_or(String::new(), |d| format!(
+                " (binaries from `{}`: `minfs-bench --version` below)",
+                d.display()
+            ))
+        ),
+    );
+    let _ = writeln!(s, "\n## Tools\n\n```");
+    let _ = writeln!(s, "{}", out_of(i.minfs, &["--version"]));
+    let _ = writeln!(s, "{}", out_of(i.bench, &["--version"]));
+    let _ = writeln!(s, "cannyls {}", cannyls_version());
+    for cmd in [
+        "rustc --version",
+        "mkfs.ext4 -V 2>&1 | sed -n 1p",
+        "mkfs.xfs -V 2>&1 | sed -n 1p",
+        "losetup --version",
+    ] {
+        let v = sh(cmd);
+        if !v.is_empty() {
+            let _ = writeln!(s, "{v}");
+        }
+    }
+    let _ = writeln!(s, "```\n\n## Commands\n");
+    let _ = writeln!(
+        s,
+        "DEV is the device above, MNT a fresh mount point, OUT this directory, W the workload, \
+         K the\nrun. Before every run of every workload the device is prepared anew for its \
+         target with\nthese commands, in this order (an umount comes after the run)."
+    );
+    for t in &meta.targets {
+        let _ = writeln!(s, "\n### {t}\n\n```");
+        for l in rec.commands.get(t).into_iter().flatten() {
+            let _ = writeln!(s, "{l}");
+        }
+        let _ = writeln!(s, "```");
+    }
+    for (fs, title) in [
+        ("ext4", "## `tune2fs -l DEV` after mkfs.ext4"),
+        (
+            "ext4-defaults",
+            "## `tune2fs -l DEV` after mkfs.ext4 with its defaults (ext4-defaults)",
+        ),
+        ("xfs", "## `xfs_info MNT` after mkfs.xfs"),
+        ("minfs", "## `minfs info DEV` after minfs mkfs"),
+    ] {
+        if let Some(text) = rec.fs_info.get(fs) {
+            let _ = writeln!(s, "\n{title}\n\n```\n{}\n```", rec.clean(text.trim_end()));
+        }
+    }
+    std::fs::write(dir.join("SETUP.md"), s)
+}
+
+/// The cannyls version this binary was built with (from the checkout's Cargo.lock).
+fn cannyls_version() -> String {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.lock");
+    let text = std::fs::read_to_string(lock).unwrap_or_default();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if l == "name = \"cannyls\"" {
+            if let Some(v) = lines.next() {
+                return v
+                    .trim_start_matches("version = ")
+                    .trim_matches('"')
+                    .to_string();
+            }
+        }
+    }
+    "0.10".into()
+}
+
+/// The emulated drive against its own model: each run's total operation time as measured
+/// (emulated) against its block trace replayed through the same profile. Writes
+/// `DIR/emulation-check.md` and prints the per-run ratios and the summary to stderr; nothing
+/// without modelled runs of `profile`.
+pub fn emulation_check(dir: &Path, profile: &str) {
+    let mut rows: Vec<(String, String, String, f64, f64)> = Vec::new();
+    let runs = dir.join("runs");
+    let mut files: Vec<PathBuf> = Vec::new();
+    for w in read_dirs(&runs) {
+        for t in read_dirs(&w) {
+            if let Ok(entries) = std::fs::read_dir(&t) {
+                for e in entries.flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if n.starts_with("run-") && n.ends_with(&format!(".model-{profile}.json")) {
+                        files.push(e.path());
+                    }
+                }
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let find = |key: &str| find_u64(&v, key);
+        let (Some(meas), Some(model)) = (
+            find("measured_total_elapsed_ns"),
+            find("modelled_total_elapsed_ns"),
+        ) else {
+            continue;
+        };
+        let rel = f.strip_prefix(&runs).unwrap_or(&f);
+        let parts: Vec<String> = rel
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        if parts.len() != 3 {
+            continue;
+        }
+        let k = parts[2]
+            .trim_start_matches("run-")
+            .split('.')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        rows.push((
+            parts[0].clone(),
+            parts[1].clone(),
+            k,
+            meas as f64 / 1e9,
+            model as f64 / 1e9,
+        ));
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let ratio = |r: &(String, String, String, f64, f64)| if r.3 > 0.0 { r.4 / r.3 } else { 0.0 };
+    let mut sorted: Vec<(f64, String)> = rows
+        .iter()
+        .map(|r| (ratio(r), format!("{} {} run {}", r.0, r.1, r.2)))
+        .collect();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = sorted.len();
+    let med = if n % 2 == 1 {
+        sorted[n / 2].0
+    } else {
+        (sorted[n / 2 - 1].0 + sorted[n / 2].0) / 2.0
+    };
+    let off: Vec<String> = sorted
+        .iter()
+        .filter(|(v, _)| *v < 0.95 || *v > 1.05)
+        .map(|(v, w)| format!("{w} ({v:.3})"))
+        .collect();
+    let summary = format!(
+        "{n} run{}: replayed / measured min {:.3}, median {med:.3}, max {:.3}; {} outside \
+         0.95–1.05{}",
+        if n == 1 { "" } else { "s" },
+        sorted[0].0,
+        sorted[n - 1].0,
+        off.len(),
+        if off.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", off.join(", "))
+        }
+    );
+    let mut md = String::new();
+    let _ = writeln!(md, "# Emulated vs replayed\n");
+    let _ = writeln!(
+        md,
+        "Each run on the emulated drive (`hddsim emulate --profile {profile}`) against the \
+         replay of\nits block trace through the same profile (`minfs-bench hdd-replay`): total \
+         operation time.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| workload | target | run | measured (emulated) s | replayed s | replayed / measured |"
+    );
+    let _ = writeln!(md, "| --- | --- | --- | --- | --- | --- |");
+    let mut err =
+        String::from("minfs-bench compare: emulated vs replayed (replayed / measured, per run):\n");
+    for r in &rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+            r.0,
+            r.1,
+            r.2,
+            r.3,
+            r.4,
+            ratio(r)
+        );
+        let _ = writeln!(err, "  {} {} run {}: {:.3}", r.0, r.1, r.2, ratio(r));
+    }
+    let _ = writeln!(md, "\n{summary}.");
+    let _ = writeln!(err, "minfs-bench compare: emulated vs replayed: {summary}.");
+    if std::fs::write(dir.join("emulation-check.md"), md).is_ok() {
+        eprint!("{err}");
+    }
+}
+
+fn find_u64(v: &serde_json::Value, key: &str) -> Option<u64> {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(x) = m.get(key).and_then(serde_json::Value::as_u64) {
+                return Some(x);
+            }
+            m.values().find_map(|x| find_u64(x, key))
+        }
+        _ => None,
+    }
+}
+
+fn read_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// gzip -9n every op-log and trace under `DIR/runs`.
+pub fn compress(dir: &Path) {
+    let mut files = Vec::new();
+    for w in read_dirs(&dir.join("runs")) {
+        for t in read_dirs(&w) {
+            if let Ok(entries) = std::fs::read_dir(&t) {
+                for e in entries.flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if n.ends_with(".oplog") || n.ends_with(".trace") {
+                        files.push(e.path());
+                    }
+                }
+            }
+        }
+    }
+    if !files.is_empty() {
+        let _ = Command::new("gzip")
+            .args(["-9", "-n", "-f"])
+            .args(&files)
+            .status();
+    }
+}
+
+/// The report's Summary section (report.md's first section) for the terminal: without
+/// images and bold marks, runs of blank lines squeezed.
+pub fn summary(report: &str) -> String {
+    let mut out = String::new();
+    let mut on = false;
+    let mut blank = false;
+    for l in report.lines() {
+        if l == "## Summary" {
+            on = true;
+            continue;
+        }
+        if !on {
+            continue;
+        }
+        if l.starts_with("## ") {
+            break;
+        }
+        if l.starts_with("![") {
+            continue;
+        }
+        let l = l.replace("**", "");
+        if l.trim().is_empty() {
+            if blank {
+                continue;
+            }
+            blank = true;
+        } else {
+            blank = false;
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_is_the_first_section_without_images() {
+        let r = "# R\n\n## Summary\n\n**a** b\n\n\n![x](y.svg)\n\nc\n## Next\nd\n";
+        assert_eq!(summary(r), "\na b\n\nc\n");
+    }
+
+    #[test]
+    fn compare_json_is_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomic(&dir.path().join("compare.json"), b"{}\n").unwrap();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["compare.json"]);
+    }
+}
