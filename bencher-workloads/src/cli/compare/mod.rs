@@ -49,6 +49,20 @@ pub const SPAN_WHY: &str = "the default span: the largest capacity the workloads
     the drive, where seeks are shortest (a provisional choice, to be sized from pilots; \
     --whole-drive spans the whole drive as the published runs do)";
 
+/// Where the image lives without --work (the emulated drive's prefers [`SHM_WORK`]).
+pub const DISK_WORK: &str = "/var/tmp/minfs-compare";
+/// Where the emulated drive's backing image lives without --work when /dev/shm has room.
+pub const SHM_WORK: &str = "/dev/shm/minfs-compare";
+
+/// Whether /dev/shm is a tmpfs with more than `bytes` free.
+fn shm_has_room(bytes: u64) -> bool {
+    let tmpfs = std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
+        m.lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "))
+    });
+    tmpfs && avail_bytes(Path::new("/dev/shm")).is_ok_and(|a| a > bytes)
+}
+
 /// The emulated drive's span by default for workloads needing `need` bytes: `need` rounded
 /// up to MiB, at least 320 MiB (mkfs.xfs needs 300 MiB).
 pub fn default_span(need: u64) -> u64 {
@@ -99,9 +113,13 @@ pub struct CompareArgs {
     /// `targets` (with --runs only): every run of one target before the next target.
     #[arg(long, value_name = "runs|targets", default_value = "runs")]
     pub order: String,
-    /// Where the image lives.
-    #[arg(long, value_name = "DIR", default_value = "/var/tmp/minfs-compare")]
-    pub work: PathBuf,
+    /// Where the image lives. Default: for the emulated drive /dev/shm/minfs-compare when
+    /// /dev/shm is a tmpfs with room for what the runs write (the emulator's backing store in
+    /// memory, so that the host's own disk never delays a modelled reply: on a busy host disk
+    /// the pilots' emulated runs took up to 35 % longer than the model said), else
+    /// /var/tmp/minfs-compare.
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
     /// With --device loop: the image's size (e.g. 8G; default: the largest capacity the
     /// workloads need, plus 15% and 256 MiB). With the emulated drive: the same as --span.
     #[arg(long, value_name = "SIZE")]
@@ -638,6 +656,8 @@ struct Device {
     image: Option<ImageFile>,
     loop_cmd: String,
     zero_cmd: String,
+    /// Where the image is (--work, or the default chosen for the device).
+    work: PathBuf,
 }
 
 /// The comparison in progress.
@@ -812,7 +832,8 @@ impl Runner<'_> {
 
     fn setup_device(&self, need: u64, max_capacity: u64) -> Result<Device, Stop> {
         let o = &self.o;
-        let work = &self.args.work;
+        let disk_work = PathBuf::from(DISK_WORK);
+        let work = self.args.work.as_ref().unwrap_or(&disk_work);
         match &o.kind {
             DeviceKind::Real(d) => {
                 if let Some(why) = dev_refusal(d, self.args.destroy_data) {
@@ -838,11 +859,10 @@ impl Runner<'_> {
                     loop_dev: None,
                     loop_cmd: String::new(),
                     zero_cmd: String::new(),
+                    work: work.to_path_buf(),
                 })
             }
             DeviceKind::Emulated { profile } => {
-                std::fs::create_dir_all(work)?;
-                let work = std::fs::canonicalize(work)?;
                 let image_path = work.join(format!("compare-{}.img", std::process::id()));
                 let span = if o.whole_drive {
                     None
@@ -868,6 +888,13 @@ impl Runner<'_> {
                 if let Some(s) = span {
                     host_need = host_need.min(s + (64 << 20));
                 }
+                let work = match &self.args.work {
+                    Some(w) => w.clone(),
+                    None if shm_has_room(host_need + (1 << 30)) => PathBuf::from(SHM_WORK),
+                    None => disk_work.clone(),
+                };
+                std::fs::create_dir_all(&work)?;
+                let work = std::fs::canonicalize(&work)?;
                 let avail = avail_bytes(&work)?;
                 if avail <= host_need {
                     let what = if o.whole_drive {
@@ -907,6 +934,7 @@ impl Runner<'_> {
                     loop_dev: Some(loop_dev),
                     loop_cmd,
                     zero_cmd: String::new(),
+                    work: work.clone(),
                 })
             }
             DeviceKind::Loop => {
@@ -964,6 +992,7 @@ impl Runner<'_> {
                     loop_dev: Some(loop_dev),
                     loop_cmd,
                     zero_cmd,
+                    work: work.clone(),
                 })
             }
         }
@@ -1160,7 +1189,7 @@ impl Runner<'_> {
             hddsim: &self.o.hddsim,
             minfs: &self.o.minfs,
             bench: &self.o.bench,
-            work: &self.args.work,
+            work: &device.work,
             dev: &device.dev,
             bytes: device.bytes,
             loop_cmd: &device.loop_cmd,
@@ -1297,6 +1326,38 @@ impl Runner<'_> {
                 }
             }
             return Ok(());
+        }
+
+        // A warm-up run, not timed, its files removed: on the emulated drive the first run
+        // after the emulator starts differed from the later ones by 5–11 % in the pilots
+        // (minfs's first rand-mixed-1m and rand-oldest-1m runs, whichever target ran first:
+        // results/2026-11-27-vm-emulated-pilots), which round 1 would carry into a comparison.
+        if device.emulator.is_some() && !workloads.is_empty() {
+            let (_, result) = self.one_run(
+                maker,
+                rec,
+                device,
+                tracing,
+                &[],
+                &workloads[0],
+                0,
+                &base_name,
+                0,
+                capacities[0],
+            )?;
+            remove_run_files(
+                &self
+                    .out_dir
+                    .join("runs")
+                    .join(&workloads[0])
+                    .join(&base_name),
+                0,
+            );
+            say(&format!(
+                "warm-up run ({} {base_name}, not counted): {result} (elapsed {})",
+                workloads[0],
+                plan::human(started.elapsed())
+            ));
         }
 
         let mut round = 0usize;
