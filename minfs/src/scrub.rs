@@ -56,6 +56,9 @@ pub struct Options {
     pub chunk: usize,
     /// Read at most this many bytes per second on average (`None`: as fast as the device).
     pub rate: Option<f64>,
+    /// Read only this file's extents (no slots, no free space); [`Error::FileNotFound`] when
+    /// the active file table has no such file.
+    pub file: Option<String>,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             from: 0,
             chunk: DEFAULT_CHUNK,
             rate: None,
+            file: None,
         }
     }
 }
@@ -299,7 +303,8 @@ fn check_metadata(dev: &dyn BlockDevice, target: &str) -> Result<fsck::Report> {
 
 /// The ranges to read, in device order: both slots, every file's extents (file table of the
 /// active slot), and with `all` the reserved area and the free runs.
-fn plan(dev: &dyn BlockDevice, target: &str, all: bool) -> Result<Option<Vec<Segment>>> {
+fn plan(dev: &dyn BlockDevice, target: &str, opts: &Options) -> Result<Option<Vec<Segment>>> {
+    let all = opts.all;
     let slots = read_slots(dev, target)?;
     let Some(active) = choose_active(&slots) else {
         return Ok(None);
@@ -307,6 +312,31 @@ fn plan(dev: &dyn BlockDevice, target: &str, all: bool) -> Result<Option<Vec<Seg
     let act = slots[active.index()]
         .as_ref()
         .expect("active slot is valid");
+    if let Some(name) = &opts.file {
+        let Some(f) = act.files.iter().find(|f| &f.name == name) else {
+            return Err(Error::FileNotFound {
+                target: target.to_string(),
+                name: name.clone(),
+            });
+        };
+        let mut segs = Vec::new();
+        let mut file_offset = 0;
+        for e in &f.extents {
+            segs.push(Segment {
+                offset: e.byte_offset(),
+                len: e.byte_len(),
+                owner: SegOwner::File {
+                    name: f.name.clone(),
+                    file_offset,
+                    size: f.size,
+                },
+            });
+            file_offset += e.byte_len();
+        }
+        segs.retain(|s| s.len > 0);
+        segs.sort_by_key(|s| s.offset);
+        return Ok(Some(segs));
+    }
     let mut segs = vec![
         Segment {
             offset: SlotId::A.offset(),
@@ -431,7 +461,7 @@ pub fn scrub_device(
         bad: Vec::new(),
         duration: Duration::ZERO,
     };
-    let Some(mut segs) = plan(dev, target, opts.all)? else {
+    let Some(mut segs) = plan(dev, target, opts)? else {
         report.duration = started.elapsed();
         return Ok(report);
     };
@@ -725,6 +755,40 @@ mod tests {
         let g = fs.open_file("b").unwrap();
         g.write_at(&buf[..512], 512_000).unwrap();
         assert!(run(&dev, &Options::default()).bad.is_empty());
+    }
+
+    #[test]
+    fn one_file_only() {
+        let (dev, fs) = fixture();
+        let a = fs.stat("a").unwrap();
+        let b = fs.stat("b").unwrap();
+        dev.make_unreadable(a.extents[1].offset, 512);
+        dev.make_unreadable(b.extents[0].offset, 512);
+        let only = |name: &str| {
+            run(
+                &dev,
+                &Options {
+                    file: Some(name.into()),
+                    ..Options::default()
+                },
+            )
+        };
+        let r = only("a");
+        assert_eq!(r.bytes_total, 3 << 20);
+        assert_eq!(r.files_hit(), vec!["a".to_string()]);
+        assert_eq!(only("b").files_hit(), vec!["b".to_string()]);
+        let e = scrub_device(
+            dev.as_ref(),
+            "fault",
+            &Options {
+                file: Some("nope".into()),
+                ..Options::default()
+            },
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no file named \"nope\""), "{e}");
     }
 
     #[test]

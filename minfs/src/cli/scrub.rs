@@ -44,6 +44,9 @@ pub struct Args {
     /// Bytes per read (a multiple of 4096; default 4M).
     #[arg(long, value_name = "SIZE", value_parser = super::parse_size, default_value = "4M")]
     chunk: u64,
+    /// Read only this file's extents (not the metadata slots nor other files).
+    #[arg(long, value_name = "NAME")]
+    file: Option<String>,
     /// Print one JSON object (bad ranges with file, file offset, device offset and length;
     /// counts; bytes read; duration) instead of text.
     #[arg(long)]
@@ -119,6 +122,7 @@ pub fn run_code(a: Args) -> anyhow::Result<u8> {
         from: a.from.unwrap_or(0),
         chunk: a.chunk as usize,
         rate: a.rate.map(|r| r * 1e6),
+        file: a.file.clone(),
     };
     let stop = stop_on_signal();
     let bar = if a.no_progress {
