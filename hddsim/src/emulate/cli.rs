@@ -3,6 +3,7 @@
 //! ```text
 //! hddsim emulate --profile PROFILE --backing IMAGE [--create-sparse] [--clock real|virtual]
 //!                [--log FILE] [--write-log FILE] [--stats FILE] [--sync-backing]
+//!                [--bad-sectors LBAS] [--latent-errors COUNT [--seed S]]
 //!                [--keep-max-pages-limit] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
 //! ```
