@@ -4,6 +4,12 @@
 //! Exit codes, as e2fsck's: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8
 //! operational error (cannot open the target or the file, no Cannyls storage in it, an I/O
 //! error), 16 usage error.
+//!
+//! `minfs-cannyls scrub TARGET [FILE]`: `minfs scrub` over the file's extents, each unreadable
+//! range named with the lumps whose data it holds (or the storage header, the journal)
+//! from the storage's own index, read without writing ([`crate::lumps`]). Exit codes are
+//! `minfs scrub`'s bits: 0 clean, 1 the minfs metadata or the storage's index has problems, 2
+//! unreadable sectors found, 8 operational error, 16 usage error.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -12,6 +18,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use minfs::{Filesystem, OpenMode};
 
+use crate::lumps::LumpMap;
 use crate::recovery::{self, Inspection};
 use crate::{Error, MinfsNvm};
 
@@ -52,8 +59,30 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
-/// The exit statuses of `minfs-cannyls` (its only subcommand, `fsck`, has e2fsck's).
-pub fn exit_statuses(_subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
+/// Scrub: nothing found.
+pub const SCRUB_CLEAN: u8 = 0;
+/// Scrub bit: the minfs metadata, or the storage's index (header, journal), has problems.
+pub const SCRUB_METADATA: u8 = 1;
+/// Scrub bit: unreadable sectors were found.
+pub const SCRUB_BAD_SECTORS: u8 = 2;
+
+/// The exit statuses of `minfs-cannyls` (`fsck` has e2fsck's, `scrub` `minfs scrub`'s bits).
+pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
+    if subcommand == Some("scrub") {
+        return vec![
+            (SCRUB_CLEAN, "clean: every sector of the file could be read"),
+            (
+                SCRUB_METADATA,
+                "bit: the minfs metadata or the storage's index (header, journal) has problems",
+            ),
+            (
+                SCRUB_BAD_SECTORS,
+                "bit: unreadable sectors found (each named with its lumps or region)",
+            ),
+            (EXIT_OPERATIONAL, "operational error"),
+            (EXIT_USAGE, "usage error"),
+        ];
+    }
     vec![
         (EXIT_CLEAN, "clean"),
         (EXIT_CORRECTED, "errors corrected (a torn journal tail cut)"),
@@ -74,6 +103,41 @@ enum Command {
     /// head is reported and left (exit 4); a missing target or file, or a file with no storage, is
     /// an operational error (exit 8).
     Fsck(FsckArgs),
+    /// Find unreadable sectors in a storage's file and name the lumps they hit.
+    ///
+    /// Reads every extent of FILE as `minfs scrub --file FILE` does (large O_DIRECT reads, a
+    /// failed read narrowed to the unreadable logical sectors; read-only, without the target's
+    /// lock, so it runs beside the process that has the storage open) and maps each unreadable
+    /// range of the file to the lumps whose data it holds — or to the storage header, the
+    /// journal header or the journal ring — from the storage's own index: the journal walked
+    /// from its head as Cannyls replays it, nothing written. Records the storage holds in
+    /// memory and has not written yet are not in that index. Exit status: bits, as `minfs
+    /// scrub`: 0 clean, 1 the minfs metadata or the storage's index has problems, 2 unreadable
+    /// sectors found, 8 operational error, 16 usage error.
+    Scrub(ScrubArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ScrubArgs {
+    /// Print one JSON object: each bad range with its device and file offsets, length,
+    /// regions and lump ids (32 hex digits); the lumps hit; counts.
+    #[arg(long)]
+    json: bool,
+    /// Read at most this many MB (10^6 bytes) per second on average.
+    #[arg(long, value_name = "MB/s", value_parser = parse_rate)]
+    rate: Option<f64>,
+    /// The minfs target: an image file or a block device.
+    target: PathBuf,
+    /// The minfs file holding the storage.
+    #[arg(default_value = DEFAULT_FILE)]
+    file: String,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!("{s:?} is not a positive number of MB/s")),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -105,7 +169,22 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             return ExitCode::from(if e.exit_code() == 0 { 0 } else { EXIT_USAGE });
         }
     };
-    let Command::Fsck(a) = cli.command;
+    let a = match cli.command {
+        Command::Fsck(a) => a,
+        Command::Scrub(a) => {
+            return match scrub(&a) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    eprintln!(
+                        "minfs-cannyls: scrub: {}: file {:?}: {e}",
+                        a.target.display(),
+                        a.file
+                    );
+                    ExitCode::from(EXIT_OPERATIONAL)
+                }
+            }
+        }
+    };
     match fsck(&a) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -177,4 +256,150 @@ fn fsck(a: &FsckArgs) -> Result<u8, String> {
             Ok(EXIT_UNCORRECTED)
         }
     }
+}
+
+/// What a scrub found, for the text and JSON output.
+struct Named {
+    device_offset: u64,
+    file_offset: u64,
+    length: u64,
+    regions: Vec<&'static str>,
+    lumps: Vec<String>,
+}
+
+fn scrub(a: &ScrubArgs) -> Result<u8, String> {
+    let name = format!("{}:{}", a.target.display(), a.file);
+    let opts = minfs::scrub::Options {
+        file: Some(a.file.clone()),
+        rate: a.rate.map(|r| r * 1e6),
+        ..Default::default()
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let report =
+        minfs::scrub::scrub(&a.target, &opts, &stop, &mut |_| {}).map_err(|e| e.to_string())?;
+    // The storage's index, read-only. An unreadable header or journal leaves it unknown.
+    let fs = Filesystem::open(&a.target, OpenMode::ReadOnly).map_err(|e| e.to_string())?;
+    let file = fs.open_file(&a.file).map_err(|e| e.to_string())?;
+    let sector = u64::from(file.sector_size().max(1));
+    let capacity = file.size() / sector * sector;
+    let map: Result<LumpMap, String> = match LumpMap::read(&file, 0, capacity) {
+        Ok(Ok(m)) => Ok(m),
+        Ok(Err(why)) => Err(why),
+        Err(e) => Err(format!("reading the storage's index: {e}")),
+    };
+    let mut named = Vec::new();
+    for b in &report.bad {
+        let minfs::scrub::Owner::File { file_offset, .. } = &b.owner else {
+            continue;
+        };
+        let (regions, lumps) = match &map {
+            Ok(m) => (
+                m.regions(*file_offset, b.length)
+                    .into_iter()
+                    .map(|r| r.as_str())
+                    .collect(),
+                m.lumps_in(*file_offset, b.length)
+                    .into_iter()
+                    .map(|id| id.to_string())
+                    .collect(),
+            ),
+            Err(_) => (vec!["unknown"], Vec::new()),
+        };
+        named.push(Named {
+            device_offset: b.device_offset,
+            file_offset: *file_offset,
+            length: b.length,
+            regions,
+            lumps,
+        });
+    }
+    let mut hit: Vec<String> = named.iter().flat_map(|n| n.lumps.clone()).collect();
+    hit.sort();
+    hit.dedup();
+    let mut code = SCRUB_CLEAN;
+    if !report.metadata.is_clean() || map.is_err() {
+        code |= SCRUB_METADATA;
+    }
+    if !report.bad.is_empty() {
+        code |= SCRUB_BAD_SECTORS;
+    }
+    if a.json {
+        let ranges: Vec<serde_json::Value> = named
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "device_offset": n.device_offset,
+                    "file_offset": n.file_offset,
+                    "length": n.length,
+                    "regions": n.regions,
+                    "lumps": n.lumps,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "target": a.target.display().to_string(),
+            "file": a.file,
+            "exit_code": code,
+            "metadata_clean": report.metadata.is_clean(),
+            "metadata_problems": report.metadata.problems.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            "index": match &map {
+                Ok(m) => serde_json::json!({
+                    "read": true,
+                    "lumps": m.lumps.len(),
+                    "journal_clean": matches!(m.journal, Inspection::Clean { .. }),
+                    "block_size": m.layout.block_size,
+                }),
+                Err(why) => serde_json::json!({ "read": false, "error": why }),
+            },
+            "bytes_read": report.bytes_done,
+            "duration_s": report.duration.as_secs_f64(),
+            "bad_sectors": report.bad_sectors(),
+            "bad_ranges": ranges,
+            "lumps_hit": hit,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+        return Ok(code);
+    }
+    for p in &report.metadata.problems {
+        println!("{name}: minfs metadata: {p}");
+    }
+    match &map {
+        Ok(m) => println!(
+            "{name}: Cannyls storage, block size {}: {} lumps in its journal{}",
+            m.layout.block_size,
+            m.lumps.len(),
+            if matches!(m.journal, Inspection::Clean { .. }) {
+                ""
+            } else {
+                " (its tail is torn: run `minfs-cannyls fsck`)"
+            }
+        ),
+        Err(why) => println!("{name}: the storage's index cannot be read: {why}"),
+    }
+    for n in &named {
+        println!(
+            "{name}: unreadable: file bytes {}..{} (device bytes {}..{}), {}: {}",
+            n.file_offset,
+            n.file_offset + n.length,
+            n.device_offset,
+            n.device_offset + n.length,
+            n.regions.join(", "),
+            if n.lumps.is_empty() {
+                "no lump".to_string()
+            } else {
+                format!("lumps {}", n.lumps.join(", "))
+            }
+        );
+    }
+    println!(
+        "{name}: read {} bytes in {:.1} s: {} unreadable sectors, {} lumps hit",
+        report.bytes_done,
+        report.duration.as_secs_f64(),
+        report.bad_sectors(),
+        hit.len()
+    );
+    Ok(code)
 }

@@ -66,12 +66,12 @@ const MINOR_VERSION: u16 = 1;
 
 const TAG_END_OF_RECORDS: u8 = 0;
 const TAG_GO_TO_FRONT: u8 = 1;
-const TAG_PUT: u8 = 3;
-const TAG_EMBED: u8 = 4;
-const TAG_DELETE: u8 = 5;
-const TAG_DELETE_RANGE: u8 = 6;
+pub(crate) const TAG_PUT: u8 = 3;
+pub(crate) const TAG_EMBED: u8 = 4;
+pub(crate) const TAG_DELETE: u8 = 5;
+pub(crate) const TAG_DELETE_RANGE: u8 = 6;
 /// Checksum and tag.
-const RECORD_HEAD: u64 = 5;
+pub(crate) const RECORD_HEAD: u64 = 5;
 /// The bytes of an `EndOfRecords`: Adler-32 of `[0]` (0x00010001), then the tag.
 pub(crate) const END_OF_RECORDS: [u8; 5] = [0, 1, 0, 1, TAG_END_OF_RECORDS];
 
@@ -338,6 +338,18 @@ pub(crate) fn layout(
 /// Walks the journal of the storage in `[base, base + capacity)` of `file` (Cannyls' rules,
 /// see the module docs) without writing anything.
 pub fn inspect(file: &FileHandle, base: u64, capacity: u64) -> minfs::Result<Inspection> {
+    walk(file, base, capacity, &mut |_, _| {})
+}
+
+/// [`inspect`], calling `visit(ring position, record bytes)` for each whole record before the
+/// end, in order (`Put`, `Embed`, `Delete` and `DeleteRange`; not `GoToFront`): what Cannyls
+/// replays to rebuild its lump index when it opens the storage.
+pub(crate) fn walk(
+    file: &FileHandle,
+    base: u64,
+    capacity: u64,
+    visit: &mut dyn FnMut(u64, &[u8]),
+) -> minfs::Result<Inspection> {
     let layout = match layout(file, base, capacity)? {
         Ok(l) => l,
         Err(why) => return Ok(Inspection::NoStorage(why)),
@@ -412,6 +424,7 @@ pub fn inspect(file: &FileHandle, base: u64, capacity: u64) -> minfs::Result<Ins
                 pos = 0;
             }
             _ => {
+                visit(pos, ring.get(pos, size)?);
                 records += 1;
                 pos += size;
             }

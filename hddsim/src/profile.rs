@@ -91,6 +91,10 @@ pub struct Profile {
     /// What a read-modify-write pass costs beyond the write, in revolutions
     /// (`rmw_revolutions`).
     pub rmw_revolutions: f64,
+    /// How long the drive tries to read a sector it cannot read before it reports the error
+    /// (`read_error_recovery_ms`): a desktop drive without error recovery control (ERC/TLER)
+    /// retries for a long time. Used by `hddsim emulate`'s latent sector errors.
+    pub read_error_recovery_ns: f64,
     /// Every parameter's source as written (or "set on the command line" for an override),
     /// by parameter name.
     pub sources: BTreeMap<String, String>,
@@ -365,10 +369,11 @@ struct RawProfile {
     destage_unit: Param<String>,
     rmw_grouping: Param<String>,
     rmw_revolutions: Param<f64>,
+    read_error_recovery_ms: Param<f64>,
 }
 
 /// The parameters of a profile (every key but `name` and `description`), as written.
-pub const PARAMETERS: [&str; 21] = [
+pub const PARAMETERS: [&str; 22] = [
     "capacity_bytes",
     "logical_sector_bytes",
     "physical_sector_bytes",
@@ -390,6 +395,7 @@ pub const PARAMETERS: [&str; 21] = [
     "destage_unit",
     "rmw_grouping",
     "rmw_revolutions",
+    "read_error_recovery_ms",
 ];
 
 /// A seek curve t(x) = t0 + A·x + B·√x for a distance x > 0 (a fraction of the full stroke),
@@ -501,7 +507,7 @@ impl Profile {
             why: why.to_string(),
         };
         // Every parameter needs a source.
-        let sources: [(&'static str, &str); 21] = [
+        let sources: [(&'static str, &str); 22] = [
             ("capacity_bytes", &raw.capacity_bytes.source),
             ("logical_sector_bytes", &raw.logical_sector_bytes.source),
             ("physical_sector_bytes", &raw.physical_sector_bytes.source),
@@ -526,6 +532,7 @@ impl Profile {
             ("destage_unit", &raw.destage_unit.source),
             ("rmw_grouping", &raw.rmw_grouping.source),
             ("rmw_revolutions", &raw.rmw_revolutions.source),
+            ("read_error_recovery_ms", &raw.read_error_recovery_ms.source),
         ];
         debug_assert!(sources.iter().map(|s| s.0).eq(PARAMETERS));
         for (field, source) in sources {
@@ -673,6 +680,7 @@ impl Profile {
             )
         })?;
         let rmw_revolutions = positive_f("rmw_revolutions", raw.rmw_revolutions.value)?;
+        let recovery = positive_f("read_error_recovery_ms", raw.read_error_recovery_ms.value)?;
         let segment = raw.write_segment_bytes.value;
         if segment % u64::from(physical) != 0 || segment == 0 || segment > cache_bytes {
             return Err(invalid(
@@ -712,6 +720,7 @@ impl Profile {
             destage_unit,
             rmw_grouping,
             rmw_revolutions,
+            read_error_recovery_ns: recovery * 1e6,
             sources,
         })
     }
@@ -1119,6 +1128,7 @@ write_segment_bytes = { value = 67108864, source = "s" }
 destage_unit = { value = "segment", source = "s" }
 rmw_grouping = { value = "track", source = "s" }
 rmw_revolutions = { value = 2.0, source = "s" }
+read_error_recovery_ms = { value = 120000.0, source = "s" }
 "#;
 
     fn with(field: &str, value: &str) -> String {

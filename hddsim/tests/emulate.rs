@@ -584,3 +584,166 @@ fn a_busy_backing_image_and_bad_sizes_are_refused() {
         WHOLE_DRIVE + 512
     );
 }
+
+// ---- Latent sector errors (`--bad-sectors`, `--latent-errors`) ----
+
+/// A read touching an unreadable sector fails with EIO after the profile's error recovery
+/// time; reads beside it work; a write over it makes it readable again (stats.json counts
+/// both); `--latent-errors` draws whole physical sectors, listed in stats.json.
+#[test]
+fn latent_sector_errors_fail_reads_with_eio_after_the_recovery_time_until_written() {
+    require_fuse!();
+    let s = Scratch::new(64 << 20);
+    {
+        let emu = Emulator::start_with(
+            &s,
+            "st1000dm003+read_error_recovery_ms=400",
+            &["--bad-sectors", "2050,4096-4103"],
+        );
+        let st = emu.stats();
+        assert_eq!(st["latent"]["unreadable"], "2050,4096-4103", "{st}");
+        assert_eq!(st["latent"]["read_error_recovery_ns"], 400_000_000u64);
+        let f = direct(&emu.disk());
+        let mut buf = AlignedBuf::zeroed(8192, 4096);
+        let t = std::time::Instant::now();
+        let e = f.read_exact_at(&mut buf, 1 << 20).unwrap_err();
+        let took = t.elapsed();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+        assert!(
+            took >= std::time::Duration::from_millis(400),
+            "failed after {took:?}, before the recovery time"
+        );
+        // Beside it: fine.
+        f.read_exact_at(&mut buf[..1024], 1 << 20).unwrap();
+        f.read_exact_at(&mut buf[..4096], (1 << 20) + 4096).unwrap();
+        assert!(f.read_exact_at(&mut buf[..4096], 4096 * 512).is_err());
+        // A write over 2050 (a whole 4 KiB around it) makes it readable again.
+        f.write_all_at(&pattern(4096, 3), (1 << 20) + 512).unwrap();
+        f.read_exact_at(&mut buf, 1 << 20).unwrap();
+        assert!(buf[512..4608] == pattern(4096, 3)[..]);
+        let st = emu.stats();
+        assert_eq!(st["latent"]["unreadable"], "4096-4103", "{st}");
+        assert_eq!(st["latent"]["remapped_sectors"], 1, "{st}");
+        assert_eq!(st["requests"]["read_errors"], 2, "{st}");
+        assert_eq!(
+            st["io_errors"], 0,
+            "a media error is not a backing failure: {st}"
+        );
+    }
+    assert_released(&s);
+    {
+        let emu = Emulator::start(&s, &["--latent-errors", "5", "--seed", "9"]);
+        let st = emu.stats();
+        assert_eq!(st["latent"]["unreadable_sectors"], 40, "{st}");
+        let list = st["latent"]["unreadable"].as_str().unwrap().to_string();
+        // Every range whole physical sectors.
+        for r in list.split(',') {
+            let (a, b) = r.split_once('-').expect("ranges of 8 or more");
+            let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+            assert!(a % 8 == 0 && (b + 1) % 8 == 0, "{r}");
+        }
+        let again = Emulator::start_with(
+            &Scratch::new(64 << 20),
+            "st1000dm003",
+            &["--latent-errors", "5", "--seed", "9"],
+        );
+        assert_eq!(
+            again.stats()["latent"]["unreadable"],
+            list,
+            "same seed, same sectors"
+        );
+        drop(again);
+    }
+    // Bad lists are refused naming the piece.
+    let mp = s.path("mnt");
+    let out = hddsim()
+        .args(["emulate", "--profile", "st1000dm003", "--backing"])
+        .arg(s.backing())
+        .args(["--bad-sectors", "12-x"])
+        .arg(&mp)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`12-x` is not an LBA"),
+        "{}",
+        testutil::output_text(&out)
+    );
+    assert_released(&s);
+}
+
+/// `minfs scrub` on the emulated drive (the drive file, O_DIRECT through FUSE): the
+/// unreadable sectors under a file are found and named with the file and its byte range, one
+/// in free space is not read (and is found, as free space, with `all`); rewriting the file's
+/// range clears it and the next scrub is clean.
+#[test]
+fn minfs_scrub_on_the_emulated_drive_names_the_file_over_a_bad_sector() {
+    require_fuse!();
+    let s = Scratch::new(64 << 20);
+    let (extent, free) = {
+        let emu = Emulator::start(&s, &["--clock", "virtual"]);
+        // (mkfs would preallocate an image with fallocate, which the drive refuses.)
+        let dev = minfs::FileDevice::open(&emu.disk(), minfs::OpenMode::ReadWrite).unwrap();
+        let fs = minfs::Filesystem::format(
+            std::sync::Arc::new(dev),
+            "emulated",
+            &minfs::FormatOptions::default(),
+        )
+        .unwrap();
+        fs.create("data", 8 << 20).unwrap();
+        let f = fs.open_file("data").unwrap();
+        f.write_at(&pattern(8 << 20, 5), 0).unwrap();
+        f.flush().unwrap();
+        let st = fs.stat("data").unwrap();
+        (st.extents[0].offset, fs.info().total_bytes - (4 << 20))
+    };
+    assert_released(&s);
+    // 3 MiB + 1 KiB into the file (two sectors), and one sector of free space.
+    let bad = extent + (3 << 20) + 1024;
+    let list = format!("{}-{},{}", bad / 512, bad / 512 + 1, free / 512);
+    {
+        let emu = Emulator::start_with(
+            &s,
+            "st1000dm003+read_error_recovery_ms=50",
+            &["--bad-sectors", &list],
+        );
+        let scrub = |all: bool| {
+            minfs::scrub::scrub(
+                &emu.disk(),
+                &minfs::scrub::Options {
+                    all,
+                    ..Default::default()
+                },
+                &std::sync::atomic::AtomicBool::new(false),
+                &mut |_| {},
+            )
+            .unwrap()
+        };
+        let r = scrub(false);
+        assert!(r.metadata.is_clean() && r.complete);
+        assert_eq!(r.bad.len(), 1, "{:?}", r.bad);
+        assert_eq!(r.bad[0].device_offset, bad);
+        assert_eq!(r.bad[0].length, 1024);
+        assert_eq!(
+            r.bad[0].owner,
+            minfs::scrub::Owner::File {
+                name: "data".into(),
+                file_offset: (3 << 20) + 1024,
+                file_size: 8 << 20
+            }
+        );
+        let all = scrub(true);
+        assert_eq!(all.bad.len(), 2, "{:?}", all.bad);
+        assert_eq!(all.bad[1].owner, minfs::scrub::Owner::Free);
+        assert_eq!(all.bad[1].device_offset, free);
+        // The owner rewrites the range: clean.
+        let fs = minfs::Filesystem::open(&emu.disk(), minfs::OpenMode::ReadWrite).unwrap();
+        let f = fs.open_file("data").unwrap();
+        f.write_at(&pattern(4096, 6), 3 << 20).unwrap();
+        f.flush().unwrap();
+        drop((f, fs));
+        assert!(scrub(false).bad.is_empty());
+        assert_eq!(emu.stats()["latent"]["remapped_sectors"], 2);
+    }
+    assert_released(&s);
+}

@@ -29,6 +29,7 @@ pub mod fsck;
 pub mod fuse;
 pub mod mkfs;
 mod mountinfo;
+pub mod scrub;
 pub mod signature;
 pub mod size;
 mod sys;

@@ -3,6 +3,7 @@
 //! ```text
 //! hddsim emulate --profile PROFILE --backing IMAGE [--create-sparse] [--clock real|virtual]
 //!                [--log FILE] [--write-log FILE] [--stats FILE] [--sync-backing]
+//!                [--bad-sectors LBAS] [--latent-errors COUNT [--seed S]]
 //!                [--keep-max-pages-limit] [--foreground] MOUNTPOINT
 //! hddsim umount [--lazy] [--timeout SECONDS] MOUNTPOINT
 //! ```
@@ -22,6 +23,7 @@ use minfs::fuse::daemon::{self, Started};
 use minfs::fuse::{max_pages, mounts};
 
 use super::backing::{self, Backing};
+use super::latent::LatentErrors;
 use super::server::EmulatorFs;
 use super::{Clock, DriveQueue};
 use crate::profile;
@@ -74,6 +76,20 @@ pub struct EmulateArgs {
     /// into 1 MiB pieces served one after the other. The limit is global and stays raised.
     #[arg(long)]
     pub keep_max_pages_limit: bool,
+    /// Latent sector errors: these 512-byte LBAs cannot be read (comma-separated LBAs or
+    /// inclusive ranges A-B). A read touching one fails with EIO after the profile's
+    /// read_error_recovery_ms; a write covering one makes it readable again (reallocation on
+    /// write). `stats.json` lists those still unreadable.
+    #[arg(long, value_name = "LBAS")]
+    pub bad_sectors: Option<String>,
+    /// Latent sector errors drawn at random: COUNT unreadable physical sectors, in clusters
+    /// (spatial locality, after Bairavasundaram et al., SIGMETRICS 2007; the cluster shape is
+    /// an estimate: docs/HDD-MODEL.md), from --seed. Adds to --bad-sectors.
+    #[arg(long, value_name = "COUNT")]
+    pub latent_errors: Option<u64>,
+    /// The seed of --latent-errors.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
     /// Serve in this process until unmounted (Ctrl-C or SIGTERM unmounts lazily).
     #[arg(short, long)]
     pub foreground: bool,
@@ -141,6 +157,13 @@ pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), Stri
     if a.sync_backing {
         cmd.arg("--sync-backing");
     }
+    if let Some(b) = &a.bad_sectors {
+        cmd.arg("--bad-sectors").arg(b);
+    }
+    if let Some(n) = a.latent_errors {
+        cmd.arg("--latent-errors").arg(n.to_string());
+        cmd.arg("--seed").arg(a.seed.to_string());
+    }
     cmd.arg("--").arg(&a.mountpoint);
     match daemon::start_server(cmd).map_err(|e| format!("emulate failed: {e}"))? {
         Started::Ready(pid) => writeln!(
@@ -183,6 +206,7 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         }
     }
     let backing = Backing::open(&a.backing, profile.capacity_bytes)?;
+    let latent = latent_errors(a, backing.size(), profile.physical_sector_bytes)?;
     let log = match &a.log {
         Some(p) => Some(File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
@@ -196,6 +220,9 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         a.stats.clone(),
         a.sync_backing,
     );
+    if !latent.is_empty() {
+        fs.set_latent_errors(latent, profile.read_error_recovery_ns);
+    }
     if let Some(p) = &a.write_log {
         let f = File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
         let w = super::writelog::Writer::new(std::io::BufWriter::with_capacity(8 << 20, f), size)
@@ -241,6 +268,19 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     } else {
         Err(errors)
     }
+}
+
+/// The latent sector errors `--bad-sectors` and `--latent-errors` ask for, on a drive of
+/// `size` bytes.
+fn latent_errors(a: &EmulateArgs, size: u64, physical: u32) -> Result<LatentErrors, String> {
+    let mut errors = match &a.bad_sectors {
+        Some(list) => LatentErrors::parse(list, size)?,
+        None => LatentErrors::none(),
+    };
+    if let Some(n) = a.latent_errors {
+        errors.extend(&LatentErrors::generate(n, a.seed, size, physical));
+    }
+    Ok(errors)
 }
 
 /// Runs `hddsim umount`.

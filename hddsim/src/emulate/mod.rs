@@ -16,6 +16,7 @@
 
 pub mod backing;
 pub mod cli;
+pub mod latent;
 pub mod server;
 pub mod writelog;
 
@@ -87,6 +88,9 @@ pub struct RequestStats {
     pub service_ns: u64,
     /// Sum of the modelled response times, queueing included (ns).
     pub response_ns: u64,
+    /// Reads that touched an unreadable sector and failed (EIO) after the error recovery
+    /// time ([`latent`]).
+    pub read_errors: u64,
 }
 
 /// The modelled drive's command queue: requests in, modelled times out.
@@ -137,6 +141,19 @@ impl DriveQueue {
 
     /// Takes a request (512-byte sectors) as it arrives now and returns its modelled times.
     pub fn submit(&mut self, op: ReqOp, sector: u64, sectors: u64) -> Scheduled {
+        self.submit_with(op, sector, sectors, 0.0)
+    }
+
+    /// A read that touches an unreadable sector ([`latent`]): the drive serves it as any read
+    /// (seek, rotation, transfer), then keeps retrying for `recovery_ns` before it reports
+    /// the error, busy all the while.
+    pub fn submit_failed_read(&mut self, sector: u64, sectors: u64, recovery_ns: f64) -> Scheduled {
+        self.stats.read_errors += 1;
+        self.submit_with(ReqOp::Read, sector, sectors, recovery_ns.max(0.0))
+    }
+
+    /// [`DriveQueue::submit`], the request taking `extra_ns` longer than the model says.
+    fn submit_with(&mut self, op: ReqOp, sector: u64, sectors: u64, extra_ns: f64) -> Scheduled {
         let arrival = match self.clock {
             Clock::Real => self.t0.elapsed().as_nanos() as f64,
             Clock::Virtual => self.last_end,
@@ -147,7 +164,7 @@ impl DriveQueue {
             queued,
             ..DriveRequest::new(op, sector, sectors)
         };
-        let end = self.drive.submit(&req, start);
+        let end = self.drive.submit(&req, start) + extra_ns;
         self.last_end = end;
         let s = Scheduled {
             seq: self.seq,
@@ -310,6 +327,21 @@ mod tests {
         let st = q.request_stats();
         assert_eq!((st.reads, st.writes, st.flushes), (1, 1, 1));
         assert_eq!(st.write_sizes.get(&(1 << 20)), Some(&1));
+    }
+
+    /// A read of an unreadable sector takes the recovery time on top of the read's own, and
+    /// the drive is busy all that time: the next request starts after it.
+    #[test]
+    fn a_failed_read_takes_the_recovery_time_and_holds_the_drive() {
+        let mut q = DriveQueue::new(&profile(), Clock::Virtual, None).unwrap();
+        let mut r = DriveQueue::new(&profile(), Clock::Virtual, None).unwrap();
+        let ok = q.submit(ReqOp::Read, 5000, 8);
+        let failed = r.submit_failed_read(5000, 8, 7e9);
+        assert_eq!(failed.end, ok.end + 7e9);
+        let next = r.submit(ReqOp::Read, 6000, 8);
+        assert_eq!(next.start, failed.end);
+        assert_eq!(r.request_stats().read_errors, 1);
+        assert_eq!(q.request_stats().read_errors, 0);
     }
 
     /// Regression: a cache hit far beyond the look-ahead's window extended its limit to there,

@@ -43,6 +43,7 @@ use minfs::AlignedBuf;
 use serde::Serialize;
 
 use super::backing::{Backing, BackingStats};
+use super::latent::LatentErrors;
 use super::{Clock, DriveQueue, RequestStats, Scheduled};
 use crate::model::DriveStats;
 use crate::trace::ReqOp;
@@ -153,6 +154,13 @@ struct Shared {
     shutdown: AtomicBool,
     /// A flush also `fdatasync`s the backing image.
     sync_backing: bool,
+    /// The drive's unreadable sectors ([`super::latent`]).
+    latent: Mutex<LatentErrors>,
+    /// How long a read of an unreadable sector takes to fail (ns; the profile's
+    /// `read_error_recovery_ms`).
+    recovery_ns: std::sync::atomic::AtomicU64,
+    /// Unreadable sectors made readable again by writes.
+    remapped: AtomicU64,
 }
 
 impl Shared {
@@ -229,6 +237,22 @@ pub struct Snapshot {
     pub busy_until_ns: u64,
     /// What the modelled drive did.
     pub drive: DriveStats,
+    /// Latent sector errors: the LBAs still unreadable (as `--bad-sectors` takes them), how
+    /// many, and how many writes made readable again.
+    pub latent: LatentSnapshot,
+}
+
+/// The latent sector errors in `stats.json`.
+#[derive(Debug, Serialize)]
+pub struct LatentSnapshot {
+    /// Unreadable 512-byte LBAs now, as ranges (`A-B,C,…`).
+    pub unreadable: String,
+    /// How many LBAs are unreadable now.
+    pub unreadable_sectors: u64,
+    /// LBAs made readable again by writes.
+    pub remapped_sectors: u64,
+    /// How long a failing read takes (ns).
+    pub read_error_recovery_ns: u64,
 }
 
 /// The FUSE filesystem of `hddsim emulate`.
@@ -287,6 +311,9 @@ impl EmulatorFs {
                 pending_changed: std::sync::Condvar::new(),
                 shutdown: AtomicBool::new(false),
                 sync_backing,
+                latent: Mutex::new(LatentErrors::none()),
+                recovery_ns: AtomicU64::new(0),
+                remapped: AtomicU64::new(0),
             }),
             profile: profile.to_string(),
             size,
@@ -333,6 +360,15 @@ impl EmulatorFs {
         }
     }
 
+    /// Gives the drive these unreadable sectors; a read touching one fails with `EIO` after
+    /// `recovery_ns`, a write covering one makes it readable again ([`super::latent`]).
+    pub fn set_latent_errors(&mut self, errors: LatentErrors, recovery_ns: f64) {
+        *self.shared.latent.lock().unwrap_or_else(|e| e.into_inner()) = errors;
+        self.shared
+            .recovery_ns
+            .store(recovery_ns.max(0.0) as u64, Ordering::Relaxed);
+    }
+
     /// Where the errors of the shutdown will be (read after the session ended).
     pub fn shutdown_errors(&self) -> Arc<Mutex<Vec<String>>> {
         Arc::clone(&self.shutdown_errors)
@@ -358,6 +394,15 @@ impl EmulatorFs {
             dirty_sectors: q.dirty_sectors(),
             busy_until_ns: q.busy_until().round() as u64,
             drive: q.drive_stats().clone(),
+            latent: {
+                let l = sh.latent.lock().unwrap_or_else(|e| e.into_inner());
+                LatentSnapshot {
+                    unreadable: l.to_list(),
+                    unreadable_sectors: l.len() as u64,
+                    remapped_sectors: sh.remapped.load(Ordering::Relaxed),
+                    read_error_recovery_ns: sh.recovery_ns.load(Ordering::Relaxed),
+                }
+            },
         }
     }
 
@@ -406,14 +451,27 @@ impl EmulatorFs {
     where
         F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
     {
+        self.dispatch_with(op, sector, sectors, false, work)
+    }
+
+    /// [`EmulatorFs::dispatch`]; with `failed_read`, a read that fails after the error
+    /// recovery time ([`DriveQueue::submit_failed_read`]).
+    fn dispatch_with<F>(&self, op: ReqOp, sector: u64, sectors: u64, failed_read: bool, work: F)
+    where
+        F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
+    {
         let sh = Arc::clone(&self.shared);
         let n = sh.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
         sh.max_outstanding.fetch_max(n, Ordering::Relaxed);
-        let s = sh
-            .queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .submit(op, sector, sectors);
+        let s = {
+            let mut q = sh.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if failed_read {
+                let ns = sh.recovery_ns.load(Ordering::Relaxed) as f64;
+                q.submit_failed_read(sector, sectors, ns)
+            } else {
+                q.submit(op, sector, sectors)
+            }
+        };
         let (origin, clock) = (self.origin, self.clock);
         self.repliers.run(Box::new(move || {
             let reply = work(&sh);
@@ -627,6 +685,18 @@ impl fuser::Filesystem for EmulatorFs {
         // The sectors around the range: what the drive reads.
         let a = offset / 512 * 512;
         let b = end.div_ceil(512) * 512;
+        let unreadable = self
+            .shared
+            .latent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .first_in(a / 512, (b - a) / 512);
+        if unreadable.is_some() {
+            // An unrecovered read error: EIO once the drive has given up.
+            return self.dispatch_with(ReqOp::Read, a / 512, (b - a) / 512, true, move |_| {
+                Box::new(move || reply.error(libc::EIO))
+            });
+        }
         let epoch = self.write_epoch();
         self.dispatch(ReqOp::Read, a / 512, (b - a) / 512, move |sh| {
             sh.wait_pending(epoch, a, b);
@@ -675,6 +745,15 @@ impl fuser::Filesystem for EmulatorFs {
             return reply.written(0);
         }
         self.log_accepted(offset / 512, Some(data));
+        // A write makes the unreadable sectors it covers readable again (rewritten or
+        // reallocated), from its arrival on.
+        let remapped = self
+            .shared
+            .latent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write(offset / 512, len / 512);
+        self.shared.remapped.fetch_add(remapped, Ordering::Relaxed);
         let mut buf = AlignedBuf::zeroed(data.len(), 4096);
         buf.copy_from_slice(data);
         let id = self.register_write(offset, offset + len);

@@ -4,7 +4,7 @@
 
 use clap::CommandFactory;
 
-use super::{fsck, Cli, EXIT_FAILURE, EXIT_USAGE};
+use super::{fsck, scrub, Cli, EXIT_FAILURE, EXIT_USAGE};
 
 /// The `minfs` command line as clap defines it (for man pages and completions).
 pub fn command() -> clap::Command {
@@ -31,6 +31,29 @@ pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
                 "operational error (cannot open the target, not minfs, I/O error)",
             ),
             (fsck::EXIT_USAGE, "usage error"),
+        ],
+        Some("scrub") => vec![
+            (
+                scrub::EXIT_CLEAN,
+                "clean: metadata clean, every sector read could be read",
+            ),
+            (
+                scrub::EXIT_METADATA,
+                "bit: the metadata checks of fsck -n found problems",
+            ),
+            (
+                scrub::EXIT_BAD_SECTORS,
+                "bit: unreadable sectors were found (each printed with its file and byte range)",
+            ),
+            (
+                scrub::EXIT_INCOMPLETE,
+                "bit: interrupted before the end (resume with --from the offset printed)",
+            ),
+            (
+                scrub::EXIT_OPERATIONAL,
+                "operational error (cannot open the target, not minfs, a read failed other than with EIO)",
+            ),
+            (scrub::EXIT_USAGE, "usage error"),
         ],
         Some(_) => vec![
             (0, "success"),

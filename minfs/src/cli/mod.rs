@@ -1,8 +1,9 @@
 //! The `minfs` command line, in the style of e2fsprogs. `main.rs` only calls [`main`].
 //!
 //! Exit codes: `fsck` follows e2fsck (0 clean, 1 errors corrected, 4 errors left uncorrected,
-//! 8 operational error, 16 usage error); every other command exits 0 on success, 1 on failure
-//! and 2 on a usage error.
+//! 8 operational error, 16 usage error); `scrub` or-s bits as xfs_scrub does (1 metadata
+//! problems, 2 unreadable sectors, 4 interrupted; 8 operational error, 16 usage error); every
+//! other command exits 0 on success, 1 on failure and 2 on a usage error.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -24,6 +25,7 @@ mod mkfs;
 #[cfg(feature = "fuse")]
 mod mount;
 mod rm;
+mod scrub;
 #[cfg(feature = "fuse")]
 mod umount;
 mod write;
@@ -49,7 +51,7 @@ pub const EXIT_USAGE: u8 = 2;
         another filesystem's data.\n\n\
         TARGET is an image file or a block device. Sizes take K, M, G, T, P, E or KiB, MiB, GiB, TiB, PiB, EiB (powers of 1024) and KB, MB, GB, TB, PB, EB (powers of 1000). Only one process opens a target \
         read-write at a time; info, ls, cat and fsck -n open it read-only.",
-    after_help = "Exit codes: 0 success, 1 failure, 2 usage error; fsck: 0 clean, 1 corrected, 4 uncorrected, 8 operational error, 16 usage error."
+    after_help = "Exit codes: 0 success, 1 failure, 2 usage error; fsck: 0 clean, 1 corrected, 4 uncorrected, 8 operational error, 16 usage error; scrub: bits 1 metadata problems, 2 unreadable sectors, 4 interrupted, 8 operational error, 16 usage error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -136,6 +138,21 @@ enum Command {
     /// detaches the mount even with files open and does not wait.
     #[cfg(feature = "fuse")]
     Umount(umount::Args),
+    /// Find unreadable sectors: the checks of fsck -n, then every allocated extent read.
+    ///
+    /// Checks the metadata as fsck -n does, then reads both metadata slots and every file's
+    /// extents in device order with large O_DIRECT reads (--all: the free space too). A read
+    /// that fails with an I/O error (EIO) is narrowed down to the unreadable logical sectors,
+    /// and each run of them is printed with what it belongs to: the file and the byte range in
+    /// it, a metadata slot, or free space. Rewriting those bytes (the file's owner restoring
+    /// them from elsewhere) makes the drive reallocate the sectors. The target is opened
+    /// read-only without the lock, so a scrub runs beside `minfs mount` or an in-process
+    /// writer; it never writes. It reads the file table of the moment it starts. minfs keeps
+    /// no data checksums: bytes that read back wrong without an error are not detected.
+    /// Ctrl-C stops after the current read and prints the offset to resume from (--from).
+    /// Exit status: bits, as xfs_scrub's: 0 clean, 1 metadata problems, 2 unreadable sectors
+    /// found, 4 interrupted, 8 operational error, 16 usage error.
+    Scrub(scrub::Args),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
     ///
     /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another
@@ -173,6 +190,7 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         return code;
     }
     let is_fsck = args.get(1).is_some_and(|a| a == "fsck");
+    let is_scrub = args.get(1).is_some_and(|a| a == "scrub");
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -185,16 +203,17 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
                     0
                 }
                 _ if is_fsck => fsck::EXIT_USAGE,
+                _ if is_scrub => scrub::EXIT_USAGE,
                 _ => EXIT_USAGE,
             };
             let _ = e.print();
             return ExitCode::from(code);
         }
     };
-    let failure = if matches!(cli.command, Command::Fsck(_)) {
-        fsck::EXIT_OPERATIONAL
-    } else {
-        EXIT_FAILURE
+    let failure = match cli.command {
+        Command::Fsck(_) => fsck::EXIT_OPERATIONAL,
+        Command::Scrub(_) => scrub::EXIT_OPERATIONAL,
+        _ => EXIT_FAILURE,
     };
     match run(cli) {
         Ok(code) => code,
@@ -239,6 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mount(a) => mount::run(a),
         #[cfg(feature = "fuse")]
         Command::Umount(a) => umount::run(a),
+        Command::Scrub(a) => scrub::run(a),
         Command::Completions(a) => completions::run(a),
     }
 }

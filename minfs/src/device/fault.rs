@@ -1501,6 +1501,7 @@ mod tests {
         dev.read_at(&mut buf[..512], 4096).unwrap();
         dev.read_at(&mut buf[..512], 5120).unwrap();
         assert!(buf[..512].iter().all(|&b| b == 7));
+        assert!(super::super::is_media_error(&e), "{e}");
         // A write over it clears it.
         dev.write_at(&aligned(512, 8), 4608).unwrap();
         assert!(dev.unreadable_sectors().is_empty());
@@ -1517,6 +1518,46 @@ mod tests {
         assert_eq!(crash.unreadable_sectors().len(), 6);
         crash.read_at(&mut buf[..1024], 1024).unwrap();
         assert!(crash.read_at(&mut buf[..4096], 0).is_err());
+    }
+
+    /// Several marked ranges: each read touching one fails with a media error naming the
+    /// first marked sector it touches; one write covering several clears them all, a write
+    /// beside them none; other errors are not media errors.
+    #[test]
+    fn latent_sector_errors_are_media_errors_cleared_by_covering_writes() {
+        use super::super::is_media_error;
+        let dev = FaultDevice::new(1 << 16, 512, 4096);
+        dev.make_unreadable(8192, 1024);
+        dev.make_unreadable(20480, 512);
+        assert_eq!(dev.unreadable_sectors(), vec![8192, 8704, 20480]);
+        let mut buf = aligned(16384, 0);
+        let e = dev.read_at(&mut buf, 4096).unwrap_err();
+        assert!(is_media_error(&e), "{e}");
+        assert!(e.to_string().contains("sector at byte 8192"), "{e}");
+        let e = dev.read_at(&mut buf[..4096], 20480).unwrap_err();
+        assert!(is_media_error(&e) && e.to_string().contains("20480"), "{e}");
+        // Not media errors: a refused request, an injected failure, a plain OS error.
+        let refused = dev.read_at(&mut buf[..100], 0).unwrap_err();
+        assert!(!is_media_error(&refused));
+        assert!(!is_media_error(&io::Error::from_raw_os_error(libc::EINVAL)));
+        assert!(is_media_error(&io::Error::from_raw_os_error(libc::EIO)));
+        dev.inject(Fault {
+            kind: OpKind::Read,
+            nth: dev.counts().reads,
+            mode: FaultMode::Once,
+        });
+        assert!(!is_media_error(
+            &dev.read_at(&mut buf[..512], 0).unwrap_err()
+        ));
+        // A write beside the marks clears none; one over the first range clears both of its
+        // sectors and leaves the other range marked.
+        dev.write_at(&aligned(512, 1), 7680).unwrap();
+        assert_eq!(dev.unreadable_sectors().len(), 3);
+        dev.write_at(&aligned(4096, 2), 8192).unwrap();
+        assert_eq!(dev.unreadable_sectors(), vec![20480]);
+        dev.read_at(&mut buf, 4096).unwrap();
+        assert!(buf[4096..8192].iter().all(|&b| b == 2));
+        assert!(dev.read_at(&mut buf[..512], 20480).is_err());
     }
 
     #[test]

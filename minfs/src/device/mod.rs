@@ -14,6 +14,12 @@
 //!   nothing written since the last successful flush is known to be durable. Callers do not
 //!   retry (minfs poisons the handle instead).
 //! - Implementations are `Send + Sync`; concurrent calls on disjoint ranges are allowed.
+//! - A read that touches a sector the media cannot return (a latent sector error, a drive's
+//!   "unrecovered read error") fails with `EIO`: a real device's error carries
+//!   `raw_os_error() == Some(EIO)`, the test devices' ([`fault`]) an
+//!   [`fault::UnreadableSector`] naming the sector; [`is_media_error`] tells either apart from
+//!   other failures. Such a read changes nothing; a later write that covers the sector whole
+//!   makes it readable again (the drive rewrites or reallocates it).
 
 use std::fmt::Debug;
 use std::io;
@@ -54,6 +60,14 @@ pub trait BlockDevice: Send + Sync + Debug {
     fn physical_sector_size(&self) -> u32;
     /// Whether writes are refused.
     fn is_read_only(&self) -> bool;
+}
+
+/// Whether `e` is a read's media error (`EIO`, see the module docs): a sector the device
+/// cannot read, as opposed to a refused request or a device that went away.
+pub fn is_media_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EIO)
+        || e.get_ref()
+            .is_some_and(|inner| inner.is::<fault::UnreadableSector>())
 }
 
 /// Checks a request against the contract; shared by the implementations.
