@@ -19,6 +19,7 @@
 #![deny(unsafe_code)]
 
 pub mod alloc;
+pub mod content;
 pub mod device;
 pub mod error;
 mod file;
