@@ -33,6 +33,14 @@ if [ "$(id -u)" = 0 ]; then
   command -v fish >/dev/null || missing+=(fish)
   # The reports' PNG plots (resvg) draw their text with a system font.
   [ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
+  # mkfs's refusals and wipes, each format made by its own tool (minfs/tests/signatures.rs),
+  # and the udev rule run by the real systemd-udevd (minfs/tests/udev.rs).
+  command -v sfdisk >/dev/null || missing+=(fdisk)
+  command -v mkfs.btrfs >/dev/null || missing+=(btrfs-progs)
+  command -v pvcreate >/dev/null || missing+=(lvm2)
+  command -v mdadm >/dev/null || missing+=(mdadm)
+  command -v make-bcache >/dev/null || missing+=(bcache-tools)
+  [ -x /lib/systemd/systemd-udevd ] || [ -x /usr/lib/systemd/systemd-udevd ] || missing+=(udev)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"

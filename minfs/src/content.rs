@@ -103,7 +103,10 @@ fn plan(len: u64, ranges: &[(u64, u64)], align: u64) -> Vec<(u64, u64)> {
             let (a, b) = (s.max(rs), e.min(re));
             if a < b {
                 let a = a / align * align;
-                let b = b.div_ceil(align).saturating_mul(align).min(len / align * align);
+                let b = b
+                    .div_ceil(align)
+                    .saturating_mul(align)
+                    .min(len / align * align);
                 if a < b {
                     reads.push((a, b));
                 }

@@ -239,7 +239,10 @@ fn wipe_foreign(
                 offset: f.offset,
                 reason,
             };
-            let end = f.offset.checked_add(f.len.max(1)).filter(|&e| e <= dev.len());
+            let end = f
+                .offset
+                .checked_add(f.len.max(1))
+                .filter(|&e| e <= dev.len());
             let Some(end) = end else {
                 return Err(fail(format!("{} bytes lie past the target's end", f.len)));
             };

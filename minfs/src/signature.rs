@@ -144,9 +144,9 @@ pub fn parse_wipefs_json(text: &str) -> Result<Vec<Foreign>, String> {
     };
     let num = |x: Option<&serde_json::Value>, what: &str| -> Result<u64, String> {
         match x {
-            Some(serde_json::Value::Number(n)) => n
-                .as_u64()
-                .ok_or_else(|| format!("wipefs: bad {what} {n}")),
+            Some(serde_json::Value::Number(n)) => {
+                n.as_u64().ok_or_else(|| format!("wipefs: bad {what} {n}"))
+            }
             Some(serde_json::Value::String(s)) => {
                 let r = match s.strip_prefix("0x") {
                     Some(h) => u64::from_str_radix(h, 16),
@@ -180,7 +180,10 @@ mod tests {
             {"offset":"0xffffe00", "length":"8", "type":"gpt"} ]}"#;
         let v = parse_wipefs_json(t).unwrap();
         assert_eq!(v.len(), 2);
-        assert_eq!((v[0].offset, v[0].len, v[0].kind.as_str()), (0x438, 2, "ext4"));
+        assert_eq!(
+            (v[0].offset, v[0].len, v[0].kind.as_str()),
+            (0x438, 2, "ext4")
+        );
         assert_eq!((v[1].offset, v[1].len), (0xffffe00, 8));
         assert_eq!(parse_wipefs_json("").unwrap(), vec![]);
         assert!(parse_wipefs_json("{").is_err());
@@ -224,7 +227,9 @@ mod tests {
         );
         assert!(probe_bytes(&with(510, &[0x55, 0xAA])).is_some());
         assert_eq!(
-            probe_bytes(&with(4096, &[0xfc, 0x4e, 0x2b, 0xa9])).unwrap().offset,
+            probe_bytes(&with(4096, &[0xfc, 0x4e, 0x2b, 0xa9]))
+                .unwrap()
+                .offset,
             4096
         );
         let mut lvm = with(512, b"LABELONE");
