@@ -1272,3 +1272,24 @@ fn umount_of_a_dead_servers_mount_does_not_wait_for_another_mounts_server() {
     drop(a);
     b.umount();
 }
+
+/// `minfs tune` on a mounted target is refused, naming the mount; after umount it works.
+#[test]
+fn tune_refuses_a_mounted_target() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "16M");
+    let m = Mounted::new(&img, &[]);
+    minfs()
+        .args(["tune", "-L", "x"])
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the minfs mount at"));
+    m.umount();
+    minfs()
+        .args(["tune", "-L", "x"])
+        .arg(&img)
+        .assert()
+        .success();
+}

@@ -24,6 +24,7 @@ mod mkfs;
 #[cfg(feature = "fuse")]
 mod mount;
 mod rm;
+mod tune;
 #[cfg(feature = "fuse")]
 mod umount;
 mod write;
@@ -105,6 +106,14 @@ enum Command {
     ///
     /// Commits the file table without it and frees its blocks; their contents are not erased.
     Rm(rm::Args),
+    /// Change the label or the UUID (as tune2fs -L/-U).
+    ///
+    /// -L sets the label (up to 32 bytes), -U the UUID (a UUID, `random` or `time`); both
+    /// change in one commit through the two metadata slots, so a crash leaves the old or the new
+    /// pair, never a mix. A mounted target or one open read-write elsewhere is refused. udev's
+    /// /dev/disk/by-label and by-uuid links follow once the device is closed (the minfs rule
+    /// watches it).
+    Tune(tune::Args),
     /// Write a file's contents to stdout.
     ///
     /// Reads the file with O_DIRECT from its first byte up to its size. The target is opened
@@ -233,6 +242,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Create(a) => create::run(a),
         Command::Grow(a) => create::run_grow(a),
         Command::Rm(a) => rm::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Cat(a) => cat::run(a),
         Command::Write(a) => write::run(a),
         #[cfg(feature = "fuse")]
