@@ -30,6 +30,7 @@ pub mod fsck;
 pub mod fuse;
 pub mod mkfs;
 mod mountinfo;
+pub mod probe;
 pub mod signature;
 pub mod size;
 mod sys;

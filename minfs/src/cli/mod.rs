@@ -21,6 +21,7 @@ mod info;
 mod ls;
 mod manual;
 mod mkfs;
+mod probe;
 #[cfg(feature = "fuse")]
 mod mount;
 mod rm;
@@ -145,6 +146,14 @@ enum Command {
     /// detaches the mount even with files open and does not wait.
     #[cfg(feature = "fuse")]
     Umount(umount::Args),
+    /// Recognise minfs on a device for udev, read-only (what libblkid cannot).
+    ///
+    /// Reads the two metadata slots without a lock and writes nothing. On a minfs target it
+    /// prints a blkid-like line, or with --export the udev properties ID_FS_TYPE=minfs,
+    /// ID_FS_USAGE, ID_FS_UUID(_ENC), ID_FS_LABEL(_ENC) and ID_FS_VERSION that the rule
+    /// 64-minfs.rules imports to make /dev/disk/by-uuid and by-label links; on anything else it
+    /// prints nothing and exits 0.
+    Probe(probe::Args),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
     ///
     /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another
@@ -249,6 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mount(a) => mount::run(a),
         #[cfg(feature = "fuse")]
         Command::Umount(a) => umount::run(a),
+        Command::Probe(a) => probe::run(a),
         Command::Completions(a) => completions::run(a),
     }
 }
