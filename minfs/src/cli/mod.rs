@@ -21,9 +21,9 @@ mod info;
 mod ls;
 mod manual;
 mod mkfs;
-mod probe;
 #[cfg(feature = "fuse")]
 mod mount;
+mod probe;
 mod rm;
 mod tune;
 #[cfg(feature = "fuse")]

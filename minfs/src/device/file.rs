@@ -106,15 +106,29 @@ impl FileDevice {
             ),
         })?;
         let fd = if writable {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(locked) => Fd::Locked(locked),
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                    return Err(Error::Locked {
-                        target,
-                        holder: super::lock_holder(path),
-                    })
+            let started = Instant::now();
+            let mut file = file;
+            loop {
+                match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                    Ok(locked) => break Fd::Locked(locked),
+                    // A block device we opened O_EXCL has no other minfs writer: its flock is
+                    // held by a non-exclusive opener, udevd's shared lock while it probes the
+                    // device (systemd.io/BLOCK_DEVICE_LOCKING), which it drops in a moment.
+                    Err((f, nix::errno::Errno::EWOULDBLOCK))
+                        if kind == TargetKind::BlockDevice
+                            && started.elapsed() < UDEV_LOCK_WAIT =>
+                    {
+                        file = f;
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                        return Err(Error::Locked {
+                            target,
+                            holder: super::lock_holder(path),
+                        })
+                    }
+                    Err((_, errno)) => return Err(Error::io(&target, "flock", errno.into())),
                 }
-                Err((_, errno)) => return Err(Error::io(&target, "flock", errno.into())),
             }
         } else {
             Fd::Plain(file)
@@ -207,6 +221,11 @@ impl BlockDevice for FileDevice {
         self.read_only
     }
 }
+
+/// How long a read-write open of a block device waits for its `flock` while udevd holds a
+/// shared one (it does while it runs the rules for the device, e.g. right after the previous
+/// writer closed a watched device).
+pub const UDEV_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Why a block device (by `st_rdev`) refused an exclusive open: its mount points, or its holders.
 /// How long an exclusive open (`O_EXCL`) of a block device that nothing visibly holds — not
