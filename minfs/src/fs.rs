@@ -362,7 +362,7 @@ impl Filesystem {
             Some(s) if s % BLOCK_SIZE != 0 => {
                 return Err(Error::BadSize {
                     target: target.to_string(),
-                    reason: format!("{s} is not a multiple of 4096"),
+                    reason: crate::format::size_reason(s),
                 })
             }
             Some(s) if s > dev_len => {

@@ -56,7 +56,7 @@ pub fn mkfs(path: &Path, opts: &FormatOptions, dry_run: bool) -> Result<MkfsOutc
         if s % BLOCK_SIZE != 0 {
             return Err(Error::BadSize {
                 target,
-                reason: format!("{s} is not a multiple of 4096"),
+                reason: crate::format::size_reason(s),
             });
         }
         if s < MIN_SIZE {
