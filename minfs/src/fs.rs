@@ -45,6 +45,9 @@ pub(crate) struct Inner {
     single_slot_commits: AtomicBool,
     poisoned: AtomicBool,
     state: Mutex<State>,
+    /// The slot open did not use because it was invalid, and why (`None`: both were valid, or
+    /// this filesystem was just made).
+    invalid_at_open: Option<(SlotId, Corruption)>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -287,6 +290,10 @@ impl Filesystem {
                 b: Box::new(b.unwrap_err()),
             });
         };
+        let invalid_at_open = slots[active.other().index()]
+            .as_ref()
+            .err()
+            .map(|c| (active.other(), c.clone()));
         let other_ok = match (&slots[active.index()], &slots[active.other().index()]) {
             (Ok(act), Ok(oth)) => same_state(act, oth),
             _ => false,
@@ -324,12 +331,20 @@ impl Filesystem {
                     files,
                     alloc: chosen.alloc,
                 }),
+                invalid_at_open,
             }),
         };
         if !other_ok && !fs.inner.dev.is_read_only() {
             fs.heal_other_slot()?;
         }
         Ok(fs)
+    }
+
+    /// When open found one slot invalid and read the other (its mirror): the invalid slot and
+    /// why. A read-write open has rewritten it since; a read-only one (`info`, `ls`) has not,
+    /// and says so.
+    pub fn invalid_slot_at_open(&self) -> Option<(SlotId, &Corruption)> {
+        self.inner.invalid_at_open.as_ref().map(|(id, c)| (*id, c))
     }
 
     /// Copies the current state, generation included, into the slot open did not choose: one
@@ -458,6 +473,7 @@ impl Filesystem {
                     files: BTreeMap::new(),
                     alloc,
                 }),
+                invalid_at_open: None,
             }),
         };
         fs.rewrite_metadata(1)?;

@@ -671,3 +671,36 @@ fn mkfs_takes_zeroed_sparse_and_fallocated_images() {
         minfs().arg("mkfs").arg(&img).assert().success();
     }
 }
+
+/// `ls` and `info` open read-only and do not repair: when they read the mirror slot because
+/// the other is invalid they say so, with the reason and the repair; on a healthy image they
+/// say nothing on stderr (issue 37).
+#[test]
+fn ls_and_info_say_when_they_read_the_mirror_slot() {
+    use std::os::unix::fs::FileExt;
+    let s = Scratch::new();
+    let img = s.image();
+    for cmd in ["ls", "info"] {
+        minfs()
+            .arg(cmd)
+            .arg(&img)
+            .assert()
+            .success()
+            .stderr(predicate::str::is_empty());
+    }
+    let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+    f.write_all_at(&[0xff], 20).unwrap();
+    drop(f);
+    for cmd in ["ls", "info"] {
+        minfs()
+            .arg(cmd)
+            .arg(&img)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "slot A is invalid (superblock checksum mismatch",
+            ))
+            .stderr(predicate::str::contains("read from its mirror, slot B"))
+            .stderr(predicate::str::contains("minfs fsck -y"));
+    }
+}

@@ -263,6 +263,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Tells (on stderr) that open read the mirror slot because the other is invalid, which a
+/// read-only command leaves as it is.
+pub(crate) fn note_mirror_slot(fs: &crate::Filesystem, target: &std::path::Path) {
+    if let Some((bad, why)) = fs.invalid_slot_at_open() {
+        eprintln!(
+            "minfs: {}: {bad} is invalid ({why}); read from its mirror, {}. Repair with \
+             `minfs fsck -y {}`.",
+            target.display(),
+            bad.other(),
+            target.display()
+        );
+    }
+}
+
 /// Writes to stdout; a closed pipe (e.g. `minfs cat … | head`) ends the output quietly.
 pub(crate) fn out(bytes: &[u8]) -> anyhow::Result<bool> {
     match std::io::stdout().lock().write_all(bytes) {
