@@ -1293,3 +1293,34 @@ fn tune_refuses_a_mounted_target() {
         .assert()
         .success();
 }
+
+/// A busy block device's refusal names what holds it — here a `minfs mount` of it: the mount
+/// point and its server process — instead of listing guesses (issue 37).
+#[test]
+fn a_busy_block_devices_refusal_names_the_mount_and_its_server() {
+    require_fuse!();
+    let dev = LoopDevice::new(64 << 20, 512).unwrap();
+    minfs()
+        .args(["mkfs", "-q"])
+        .arg(dev.path())
+        .assert()
+        .success();
+    let m = Mounted::new(dev.path(), &[]);
+    let out = minfs()
+        .args(["mkfs", "-f"])
+        .arg(dev.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("mounted at {} (fuse.minfs)", m.path().display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("open by process {} (minfs)", m.pid)),
+        "{err}"
+    );
+    assert!(!err.contains("another namespace"), "{err}");
+    m.umount();
+}
