@@ -67,8 +67,12 @@ enum Command {
     /// and file table, with one commit of an empty file table. An image that does not exist is
     /// created and preallocated (fallocate) to --size; an existing image keeps its size, and a
     /// block device is used whole. A target that holds a known signature (a filesystem, a
-    /// partition table, a minfs) is refused unless -f; -n prints what would be made and writes
-    /// nothing.
+    /// partition table, RAID or LVM metadata, a minfs, or anything libblkid finds through
+    /// wipefs) or non-zero bytes minfs cannot name (from a sample: the first and last MiB and
+    /// 256 reads spread over the target; on an image, the start of each data extent) is refused
+    /// unless -f. With -f, the signatures libblkid still finds after formatting (a backup GPT in
+    /// the last sector, MD superblocks at the end) are wiped, each printed. -n prints what would
+    /// be made and writes nothing.
     Mkfs(mkfs::Args),
     /// Show the superblock and the files (like tune2fs -l).
     ///
