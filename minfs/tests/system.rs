@@ -662,6 +662,9 @@ fn udev_links_minfs_by_uuid_and_label() {
             return;
         }
     }
+    // First the system-install lock: no other test of this kind (fstab_lines_…, whose LABEL=
+    // line must find no by-label link) runs while udevd does.
+    let (_lock, _links) = install_helpers();
     let udevd = match Udevd::start() {
         Ok(u) => u,
         Err(reason) => {
@@ -679,7 +682,6 @@ fn udev_links_minfs_by_uuid_and_label() {
         .tempdir_in(testutil::scratch_dir())
         .unwrap();
     let base = dir.path().canonicalize().unwrap();
-    let (_lock, _links) = install_helpers();
     let mnt = base.join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let _unmount = Unmount(vec![mnt.clone()]);
