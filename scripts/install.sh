@@ -32,6 +32,9 @@ Builds minfs, minfs-bench, minfs-cannyls and hddsim (cargo build --release) and 
   PREFIX/share/bash-completion/completions/      bash completions
   PREFIX/share/zsh/site-functions/               zsh completions
   PREFIX/share/fish/vendor_completions.d/        fish completions
+  PREFIX/lib/udev/rules.d/64-minfs.rules         the udev rule that makes /dev/disk/by-uuid
+                                                 and by-label links for minfs block devices
+                                                 (running PREFIX/bin/minfs probe)
 and prints every file it installed, then how to reach the man pages when PREFIX/share/man is
 not on man's search path.
 
@@ -170,6 +173,12 @@ for f in bencher-workloads/workloads/*.wl; do
   echo "installed $dest"
   count=$((count + 1))
 done
+# The udev rule, calling this PREFIX's minfs.
+rules="$root/lib/udev/rules.d/64-minfs.rules"
+sed "s|/usr/bin/minfs probe|$prefix/bin/minfs probe|" minfs/udev/64-minfs.rules >"$stage/64-minfs.rules"
+install -D -m 0644 "$stage/64-minfs.rules" "$rules"
+echo "installed $rules"
+count=$((count + 1))
 mkdir -p "$sbin_root"
 for h in "${HELPERS[@]}"; do
   ln -sfn "$prefix/bin/minfs" "$sbin_root/$h"
@@ -182,6 +191,12 @@ case "$sbin_dir" in
   *)
     echo "install.sh: mount(8) and umount(8) look for their helpers in /sbin only: for mount -t minfs"
     echo "  and fstab lines, link them there too: ln -s $prefix/bin/minfs /sbin/mount.minfs (and umount.fuse.minfs)" ;;
+esac
+case "$prefix" in
+  /usr|/usr/local) ;;
+  *)
+    echo "install.sh: udev reads rules from /etc/udev/rules.d, /usr/lib/udev/rules.d and /usr/local/lib/udev/rules.d:"
+    echo "  for the /dev/disk/by-uuid and by-label links of minfs devices, copy $prefix/lib/udev/rules.d/64-minfs.rules to /etc/udev/rules.d" ;;
 esac
 # /usr and /usr/local are on man's default search path; elsewhere say how to reach the pages.
 # (man-db also finds PREFIX/share/man by itself once PREFIX/bin is on PATH.)

@@ -137,7 +137,8 @@ fn power_cuts_of_minfs_and_ext4() {
     );
     let line = format!(
         "powercut: crash states: {states}, minfs states: {}, minfs lost: {}, ext4 states: {}, \
-         ext4 repairs: {}, ext4 storage not opening: {}, ext4 lost: {}, wrong-bound lost: {}",
+         ext4 repairs: {}, ext4 storage not opening: {}, ext4 lost: {}, wrong-bound lost: {} \
+         (the checker's self-test: a deliberately wrong acknowledgement bound must lose lumps)",
         n(&minfs, "states"),
         n(&minfs, "lost"),
         n(&ext4, "states"),

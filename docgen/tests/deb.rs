@@ -169,6 +169,7 @@ fn debian_package_installs_works_and_removes_cleanly() {
         "/usr/share/hddsim/profiles/st1000dm003.toml",
         "/usr/share/minfs-bench/workloads/seq-256k.wl",
         "/usr/share/doc/minfs/SYSTEM.md",
+        "/usr/lib/udev/rules.d/64-minfs.rules",
     ] {
         assert!(
             owned.iter().any(|p| *p == Path::new(must)),

@@ -90,6 +90,7 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         .chain(PROGRAMS.iter().map(|p| prefix.join("bin").join(p.name)))
         .chain(shipped_profiles().map(|f| prefix.join("share/hddsim/profiles").join(f)))
         .chain(shipped_workloads().map(|f| prefix.join("share/minfs-bench/workloads").join(f)))
+        .chain([prefix.join("lib/udev/rules.d/64-minfs.rules")])
         // Outside /usr and /usr/local the helper links go to PREFIX/sbin.
         .chain(helper_names().map(|h| prefix.join("sbin").join(h)));
     let expected: BTreeSet<PathBuf> = expected.collect();
@@ -114,6 +115,7 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
         "sbin/umount.fuse.minfs",
         "sbin/fsck.minfs",
         "sbin/mkfs.minfs",
+        "lib/udev/rules.d/64-minfs.rules",
     ] {
         assert!(expected.contains(&prefix.join(must)), "{must}");
     }
@@ -145,6 +147,15 @@ fn installs_binaries_man_pages_and_completions_under_the_prefix() {
             "{h}"
         );
     }
+    // The udev rule runs this prefix's minfs.
+    let rules = std::fs::read_to_string(prefix.join("lib/udev/rules.d/64-minfs.rules")).unwrap();
+    assert!(
+        rules.contains(&format!(
+            "IMPORT{{program}}=\"{} probe --export $devnode\"",
+            prefix.join("bin/minfs").display()
+        )),
+        "{rules}"
+    );
     // The installed minfs-bench reads an installed workload; its help says where they are.
     let wl = prefix.join("share/minfs-bench/workloads/seq-256k.wl");
     let check = Command::new(prefix.join("bin/minfs-bench"))

@@ -147,6 +147,22 @@ pub enum Error {
         kind: String,
         offset: u64,
     },
+    #[error("{target}: holds data minfs does not recognise: a non-zero byte at byte {offset} of its {size} bytes (no known signature; {bytes_read} bytes sampled, see docs/SYSTEM.md); refusing to overwrite it without --force (-f)")]
+    UnknownData {
+        target: String,
+        /// The target's size.
+        size: u64,
+        /// The first non-zero byte found.
+        offset: u64,
+        bytes_read: u64,
+    },
+    #[error("{target}: wiping the {kind} signature at byte {offset}: {reason}")]
+    Wipe {
+        target: String,
+        kind: String,
+        offset: u64,
+        reason: String,
+    },
     #[error("{target}: {size} bytes is too small for minfs (at least {min} bytes)")]
     TooSmall { target: String, size: u64, min: u64 },
     #[error("{target}: invalid size: {reason}")]

@@ -45,6 +45,9 @@ pub(crate) struct Inner {
     single_slot_commits: AtomicBool,
     poisoned: AtomicBool,
     state: Mutex<State>,
+    /// The slot open did not use because it was invalid, and why (`None`: both were valid, or
+    /// this filesystem was just made).
+    invalid_at_open: Option<(SlotId, Corruption)>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -287,6 +290,10 @@ impl Filesystem {
                 b: Box::new(b.unwrap_err()),
             });
         };
+        let invalid_at_open = slots[active.other().index()]
+            .as_ref()
+            .err()
+            .map(|c| (active.other(), c.clone()));
         let other_ok = match (&slots[active.index()], &slots[active.other().index()]) {
             (Ok(act), Ok(oth)) => same_state(act, oth),
             _ => false,
@@ -324,12 +331,20 @@ impl Filesystem {
                     files,
                     alloc: chosen.alloc,
                 }),
+                invalid_at_open,
             }),
         };
         if !other_ok && !fs.inner.dev.is_read_only() {
             fs.heal_other_slot()?;
         }
         Ok(fs)
+    }
+
+    /// When open found one slot invalid and read the other (its mirror): the invalid slot and
+    /// why. A read-write open has rewritten it since; a read-only one (`info`, `ls`) has not,
+    /// and says so.
+    pub fn invalid_slot_at_open(&self) -> Option<(SlotId, &Corruption)> {
+        self.inner.invalid_at_open.as_ref().map(|(id, c)| (*id, c))
     }
 
     /// Copies the current state, generation included, into the slot open did not choose: one
@@ -357,20 +372,12 @@ impl Filesystem {
         opts: &FormatOptions,
     ) -> Result<Superblock> {
         check_sector_sizes(logical_sector_size, physical_sector_size, target)?;
-        if opts.label.len() > LABEL_SIZE || opts.label.contains('\0') {
-            return Err(Error::InvalidArgument {
-                target: target.to_string(),
-                reason: format!(
-                    "label {:?} is longer than {LABEL_SIZE} bytes or contains NUL",
-                    opts.label
-                ),
-            });
-        }
+        check_label(&opts.label, target)?;
         let total = match opts.size {
             Some(s) if s % BLOCK_SIZE != 0 => {
                 return Err(Error::BadSize {
                     target: target.to_string(),
-                    reason: format!("{s} is not a multiple of 4096"),
+                    reason: crate::format::size_reason(s),
                 })
             }
             Some(s) if s > dev_len => {
@@ -466,6 +473,7 @@ impl Filesystem {
                     files: BTreeMap::new(),
                     alloc,
                 }),
+                invalid_at_open: None,
             }),
         };
         fs.rewrite_metadata(1)?;
@@ -925,6 +933,39 @@ impl Filesystem {
         Ok(())
     }
 
+    /// Changes the label and/or the UUID (`None`: kept) in one commit, as every other change:
+    /// a crash leaves either the old or the new label and UUID, never a mix of the two. A label
+    /// longer than 32 bytes or holding NUL, and the nil UUID, are refused before anything is
+    /// written.
+    pub fn set_label_and_uuid(&self, label: Option<&str>, uuid: Option<[u8; 16]>) -> Result<()> {
+        let target = &self.inner.target;
+        if let Some(l) = label {
+            check_label(l, target)?;
+        }
+        if uuid == Some([0; 16]) {
+            return Err(Error::InvalidArgument {
+                target: target.clone(),
+                reason: "the nil UUID (all zeros) names no filesystem".into(),
+            });
+        }
+        let mut st = self.inner.lock();
+        let old = (st.sb.label.clone(), st.sb.uuid);
+        if let Some(l) = label {
+            st.sb.label = l.to_string();
+        }
+        if let Some(u) = uuid {
+            st.sb.uuid = u;
+        }
+        let entries = entries(&st);
+        let alloc = st.alloc.clone();
+        let result = self.commit(&mut st, entries, alloc);
+        if result.is_err() {
+            // Poisoned now; what is on disk is the old or the new state, as after a crash.
+            (st.sb.label, st.sb.uuid) = old;
+        }
+        result
+    }
+
     /// Makes commits write the inactive slot only (the older protocol: one slot
     /// write and two flushes per commit). Only for the commit benchmark's baseline: a commit
     /// then lives in one slot until the next read-write open copies it.
@@ -1022,6 +1063,20 @@ fn check_device_geometry(dev: &dyn BlockDevice, target: &str) -> Result<()> {
         dev.physical_sector_size(),
         target,
     )
+}
+
+/// A label fits the superblock's 32-byte field and holds no NUL (its padding).
+fn check_label(label: &str, target: &str) -> Result<()> {
+    if label.len() > LABEL_SIZE || label.contains('\0') {
+        return Err(Error::InvalidArgument {
+            target: target.to_string(),
+            reason: format!(
+                "label {label:?} is {} bytes: longer than {LABEL_SIZE} bytes, or contains NUL",
+                label.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn check_sector_sizes(l: u32, p: u32, target: &str) -> Result<()> {

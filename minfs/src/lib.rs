@@ -19,6 +19,7 @@
 #![deny(unsafe_code)]
 
 pub mod alloc;
+pub mod content;
 pub mod device;
 pub mod error;
 mod file;
@@ -30,6 +31,7 @@ pub mod fuse;
 pub mod mkfs;
 mod mountinfo;
 pub mod scrub;
+pub mod probe;
 pub mod signature;
 pub mod size;
 mod sys;

@@ -13,6 +13,7 @@ use crate::format::superblock::Superblock;
 use crate::format::{BLOCK_SIZE, MIN_SIZE};
 use crate::fs::{Filesystem, FormatOptions};
 use crate::signature::{self, Signature};
+use crate::sys::AlignedBuf;
 
 /// What [`mkfs`] did (or, with `dry_run`, would do).
 #[derive(Debug)]
@@ -22,6 +23,11 @@ pub struct MkfsOutcome {
     pub created_image: bool,
     /// The signature that `force` overwrote.
     pub replaced: Option<Signature>,
+    /// Signatures libblkid found outside what minfs writes (the backup GPT, MD 0.90/1.0
+    /// superblocks at the end, ...), zeroed after formatting (with `force`).
+    pub wiped: Vec<signature::Foreign>,
+    /// Whether libblkid (through `wipefs`) was asked at all: false when it is not installed.
+    pub blkid_checked: bool,
     /// The superblock written (or planned).
     pub superblock: Superblock,
     pub logical_sector_size: u32,
@@ -37,7 +43,12 @@ pub struct MkfsOutcome {
 ///   then mkfs is refused before anything is allocated (a failed fallocate may leave part of
 ///   the space allocated), naming both sizes.
 /// - A block device is opened with `O_EXCL`: a mounted or busy device is always refused.
-/// - A target holding a known signature is refused unless `opts.force`.
+/// - A target holding a known signature (minfs's own probe, then libblkid's through `wipefs
+///   --no-act`) is refused unless `opts.force`; so is one holding non-zero bytes that neither
+///   names ([`crate::content::scan`]).
+/// - With `opts.force`, after formatting, every signature libblkid still finds (all of them lie
+///   beyond what minfs wrote: the backup GPT in the last sector, MD 0.90/1.0 superblocks, ...)
+///   is zeroed, and listed in [`MkfsOutcome::wiped`].
 /// - With `dry_run` nothing is created or written.
 pub fn mkfs(path: &Path, opts: &FormatOptions, dry_run: bool) -> Result<MkfsOutcome> {
     let target = path.display().to_string();
@@ -45,7 +56,7 @@ pub fn mkfs(path: &Path, opts: &FormatOptions, dry_run: bool) -> Result<MkfsOutc
         if s % BLOCK_SIZE != 0 {
             return Err(Error::BadSize {
                 target,
-                reason: format!("{s} is not a multiple of 4096"),
+                reason: crate::format::size_reason(s),
             });
         }
         if s < MIN_SIZE {
@@ -77,6 +88,8 @@ pub fn mkfs(path: &Path, opts: &FormatOptions, dry_run: bool) -> Result<MkfsOutc
                     kind: TargetKind::Image,
                     created_image: false,
                     replaced: None,
+                    wiped: Vec::new(),
+                    blkid_checked: false,
                     logical_sector_size: sb.logical_sector_size,
                     physical_sector_size: sb.physical_sector_size,
                     superblock: sb,
@@ -139,9 +152,39 @@ fn format_existing(
             offset: sig.offset,
         });
     }
+    let blkid = |when: &str| {
+        signature::blkid_signatures(path).map_err(|reason| Error::NotATarget {
+            target: target.to_string(),
+            reason: format!("{when}: {reason}"),
+        })
+    };
+    let mut blkid_checked = false;
+    if !opts.force {
+        if let Some(found) = blkid("probing with libblkid (wipefs --no-act)")? {
+            blkid_checked = true;
+            if let Some(f) = found.first() {
+                return Err(Error::ExistingSignature {
+                    target: target.to_string(),
+                    kind: format!("a {} signature (libblkid's name)", f.kind),
+                    offset: f.offset,
+                });
+            }
+        }
+        if let Err(found) = crate::content::scan(&dev)
+            .map_err(|e| Error::io(target, "reading samples of the target", e))?
+        {
+            return Err(Error::UnknownData {
+                target: target.to_string(),
+                size: dev.len(),
+                offset: found.offset,
+                bytes_read: found.bytes_read,
+            });
+        }
+    }
     let (lss, pss) = (dev.logical_sector_size(), dev.physical_sector_size());
     // Every refusal (too small, bad label, ...) comes before the image is touched.
     let planned = Filesystem::plan(dev.len(), lss, pss, target, opts)?;
+    let mut wiped = Vec::new();
     let superblock = if dry_run {
         planned
     } else {
@@ -152,15 +195,84 @@ fn format_existing(
             force: true,
             ..opts.clone()
         };
-        Filesystem::format(Arc::new(dev), target, &opts)?.superblock()
+        let dev = Arc::new(dev);
+        let sb = Filesystem::format(dev.clone(), target, &opts)?.superblock();
+        if let Some(w) = wipe_foreign(&dev, target, &blkid)? {
+            blkid_checked = true;
+            wiped = w;
+        }
+        sb
     };
     Ok(MkfsOutcome {
         kind,
         created_image,
         replaced,
+        wiped,
+        blkid_checked,
         superblock,
         logical_sector_size: lss,
         physical_sector_size: pss,
+    })
+}
+
+/// Zeroes the magic of every signature libblkid finds on the freshly formatted target, until
+/// it finds none (a GPT's backup header is reported only once the primary is gone; minfs
+/// overwrote the primary). `Ok(None)` when `wipefs` is not installed.
+fn wipe_foreign(
+    dev: &FileDevice,
+    target: &str,
+    blkid: &dyn Fn(&str) -> Result<Option<Vec<signature::Foreign>>>,
+) -> Result<Option<Vec<signature::Foreign>>> {
+    let mut wiped: Vec<signature::Foreign> = Vec::new();
+    let lss = u64::from(dev.logical_sector_size());
+    for _round in 0..16 {
+        let Some(found) = blkid("listing signatures after formatting (wipefs --no-act)")? else {
+            return Ok(None);
+        };
+        if found.is_empty() {
+            return Ok(Some(wiped));
+        }
+        for f in found {
+            let fail = |reason: String| Error::Wipe {
+                target: target.to_string(),
+                kind: f.kind.clone(),
+                offset: f.offset,
+                reason,
+            };
+            let end = f
+                .offset
+                .checked_add(f.len.max(1))
+                .filter(|&e| e <= dev.len());
+            let Some(end) = end else {
+                return Err(fail(format!("{} bytes lie past the target's end", f.len)));
+            };
+            if f.offset < crate::format::DATA_START {
+                // minfs just wrote these bytes: libblkid reading its own structures into them
+                // would be a bug to report, not bytes to zero.
+                return Err(fail("it lies inside minfs's metadata area".into()));
+            }
+            if wiped.contains(&f) {
+                return Err(fail("still found after zeroing it".into()));
+            }
+            let start = f.offset / lss * lss;
+            let stop = end.div_ceil(lss) * lss;
+            let mut buf = AlignedBuf::zeroed((stop - start) as usize, 4096);
+            dev.read_at(&mut buf, start)
+                .map_err(|e| fail(format!("reading it: {e}")))?;
+            let (a, b) = ((f.offset - start) as usize, (end - start) as usize);
+            buf[a..b].fill(0);
+            dev.write_at(&buf, start)
+                .map_err(|e| fail(format!("writing zeros: {e}")))?;
+            dev.flush().map_err(|e| fail(format!("flushing: {e}")))?;
+            wiped.push(f);
+        }
+    }
+    Err(Error::NotATarget {
+        target: target.to_string(),
+        reason: format!(
+            "libblkid still finds signatures after 16 rounds of wiping ({} wiped)",
+            wiped.len()
+        ),
     })
 }
 

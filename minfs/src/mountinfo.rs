@@ -16,6 +16,9 @@ pub struct MountEntry {
     pub fstype: String,
     /// The mount source: for minfs, the target's canonical path.
     pub source: String,
+    /// The `st_dev` of files on it, `(major, minor)`; for a FUSE mount the minor is the
+    /// FUSE connection's number (`/sys/fs/fuse/connections/MINOR`).
+    pub dev: (u32, u32),
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space, `\011`, `\012`, `\134`).
@@ -51,7 +54,12 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
         if left.len() < 5 || right.len() < 2 {
             continue;
         }
+        let dev = left[2]
+            .split_once(':')
+            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+            .unwrap_or((0, 0));
         out.push(MountEntry {
+            dev,
             mountpoint: PathBuf::from(unescape(left[4])),
             fstype: unescape(right[0]),
             source: unescape(right[1]),
@@ -83,6 +91,7 @@ mod tests {
         assert_eq!(m[1].mountpoint, Path::new("/var/tmp/m x"));
         assert_eq!(m[1].fstype, "fuse.minfs");
         assert_eq!(m[1].source, "/var/tmp/a b.img");
+        assert_eq!(m[1].dev, (0, 50));
         assert_eq!(unescape("a\\134b\\0"), "a\\b\\0");
     }
 }

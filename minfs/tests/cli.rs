@@ -595,3 +595,112 @@ fn fsck_counts_files_in_the_right_number() {
             "8192 bytes in 2 extents, first at byte",
         ));
 }
+
+/// An existing image of random bytes (no signature) is someone's data: mkfs refuses it without
+/// -f, naming its size and where the first non-zero byte is, and leaves it byte-identical.
+#[test]
+fn mkfs_refuses_unknown_data_without_force() {
+    let s = Scratch::new();
+    let img = s.path("precious.bin");
+    let mut rng = testutil::XorShift(0x5eed);
+    let data: Vec<u8> = (0..(16 << 20) / 8)
+        .flat_map(|_| rng.next().to_le_bytes())
+        .collect();
+    std::fs::write(&img, &data).unwrap();
+    minfs()
+        .arg("mkfs")
+        .arg(&img)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "holds data minfs does not recognise: a non-zero byte at byte 0 of its 16777216 bytes",
+        ))
+        .stderr(predicate::str::contains("--force"));
+    assert!(
+        std::fs::read(&img).unwrap() == data,
+        "the refusal changed the image"
+    );
+    minfs().args(["mkfs", "-f"]).arg(&img).assert().success();
+}
+
+/// Data only in the middle of a large sparse image is found (its extent, through SEEK_DATA),
+/// and named by its offset.
+#[test]
+fn mkfs_finds_data_in_the_middle_of_a_sparse_image() {
+    use std::os::unix::fs::FileExt;
+    let s = Scratch::new();
+    let img = s.path("sparse.img");
+    let f = std::fs::File::create(&img).unwrap();
+    f.set_len(64 << 30).unwrap();
+    let at = (32 << 30) + 5 * 4096 + 100;
+    f.write_all_at(b"not zero", at).unwrap();
+    drop(f);
+    minfs()
+        .args(["mkfs", "-n"])
+        .arg(&img)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "a non-zero byte at byte {at} of its {} bytes",
+            64u64 << 30
+        )));
+}
+
+/// All-zero (written), sparse and fallocated images are not data: mkfs takes them.
+#[test]
+fn mkfs_takes_zeroed_sparse_and_fallocated_images() {
+    let s = Scratch::new();
+    let zeroed = s.path("zeroed.img");
+    std::fs::write(&zeroed, vec![0u8; 8 << 20]).unwrap();
+    let sparse = s.path("sparse.img");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let falloc = s.path("falloc.img");
+    let f = std::fs::File::create(&falloc).unwrap();
+    nix::fcntl::fallocate(
+        std::os::fd::AsRawFd::as_raw_fd(&f),
+        nix::fcntl::FallocateFlags::empty(),
+        0,
+        8 << 20,
+    )
+    .unwrap();
+    drop(f);
+    for img in [zeroed, sparse, falloc] {
+        minfs().arg("mkfs").arg(&img).assert().success();
+    }
+}
+
+/// `ls` and `info` open read-only and do not repair: when they read the mirror slot because
+/// the other is invalid they say so, with the reason and the repair; on a healthy image they
+/// say nothing on stderr (issue 37).
+#[test]
+fn ls_and_info_say_when_they_read_the_mirror_slot() {
+    use std::os::unix::fs::FileExt;
+    let s = Scratch::new();
+    let img = s.image();
+    for cmd in ["ls", "info"] {
+        minfs()
+            .arg(cmd)
+            .arg(&img)
+            .assert()
+            .success()
+            .stderr(predicate::str::is_empty());
+    }
+    let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+    f.write_all_at(&[0xff], 20).unwrap();
+    drop(f);
+    for cmd in ["ls", "info"] {
+        minfs()
+            .arg(cmd)
+            .arg(&img)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "slot A is invalid (superblock checksum mismatch",
+            ))
+            .stderr(predicate::str::contains("read from its mirror, slot B"))
+            .stderr(predicate::str::contains("minfs fsck -y"));
+    }
+}

@@ -488,6 +488,16 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
             vec![s(&x), "4000000 is not a multiple of 4096".into()],
         ),
         ("", 2, vec!["''".into(), "--size".into()]),
+        // Below the minimum: the minimum named too, not only the multiple (issue 37).
+        (
+            "1K",
+            1,
+            vec![
+                s(&x),
+                "1024 is not a multiple of 4096".into(),
+                "at least 2097152 bytes (2 MiB)".into(),
+            ],
+        ),
         ("0", 1, vec![s(&x), "0 bytes is too small".into()]),
         (
             "1000000",
@@ -661,6 +671,9 @@ fn build_cases(st: &Setup, img: &Path) -> Vec<Case> {
             );
             if cmd == ["fsck", "-n"] {
                 needles.push("`fsck -y` cannot fix them".into());
+                // As many errors counted as listed: the two slots (issue 37: "3 error(s)" with
+                // 2 listed, the verdict "no valid metadata slot" counted as a third).
+                needles.push("2 error(s) found; no valid metadata slot".into());
             } else if fsck {
                 needles.push("errors left uncorrected".into());
             }

@@ -271,3 +271,32 @@ fn a_lasting_exclusive_hold_is_busy_after_the_wait_and_a_mount_at_once() {
     assert!(e.to_string().contains("mounted at"), "{e}");
     assert!(started.elapsed() < wait, "{:?}", started.elapsed());
 }
+
+/// Regression (issue 37): udevd holds a shared `flock` on a block device while it runs the
+/// rules for it (right after a writer closes a watched device, e.g. after `minfs umount`), and
+/// a read-write open failed at once as "locked by another process". It now waits for it.
+#[test]
+fn read_write_open_waits_for_udevds_shared_lock_on_a_block_device() {
+    use nix::fcntl::{Flock, FlockArg};
+    require_loop!();
+    let dev = LoopDevice::new(SIZE, 512).unwrap();
+    minfs()
+        .args(["mkfs", "-q"])
+        .arg(dev.path())
+        .assert()
+        .success();
+    // What udevd does: open read-only (no O_EXCL) and flock(LOCK_SH|LOCK_NB).
+    let shared = Flock::lock(
+        std::fs::File::open(dev.path()).unwrap(),
+        FlockArg::LockSharedNonblock,
+    )
+    .unwrap();
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        drop(shared);
+    });
+    let fs = minfs::Filesystem::open(dev.path(), minfs::OpenMode::ReadWrite)
+        .expect("read-write open while udevd-like shared lock is held briefly");
+    fs.create("f", 4096).unwrap();
+    released.join().unwrap();
+}

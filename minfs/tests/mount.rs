@@ -1225,3 +1225,102 @@ fn the_server_moves_requests_through_huge_page_buffers() {
         after.len()
     );
 }
+
+/// Regression (issue 37): after the server of mount A was killed and the same image mounted
+/// at B, `minfs umount A` waited 60 s for B's live server and named it as A's: umount must
+/// wait for the server of the mount it unmounts only.
+#[test]
+fn umount_of_a_dead_servers_mount_does_not_wait_for_another_mounts_server() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    let mut a = Mounted::new(&img, &[]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(a.pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    reap(a.pid);
+    let b = Mounted::new(&img, &[]);
+    let start = Instant::now();
+    let out = minfs()
+        .args(["umount", "--timeout", "20"])
+        .arg(a.path())
+        .timeout(Duration::from_secs(40))
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let text = testutil::output_text(&out);
+    assert!(out.status.success(), "umount A: {text}");
+    assert!(
+        !text.contains(&b.pid.to_string()),
+        "umount A names B's server {}: {text}",
+        b.pid
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "umount A took {took:?}: {text}"
+    );
+    assert!(!mounted_at(a.path()), "A still mounted");
+    assert!(mounted_at(b.path()), "B was unmounted");
+    assert!(
+        !minfs::fuse::mounts::exited(b.pid),
+        "B's server exited with A's umount"
+    );
+    // Unmounted, its server reaped: nothing left for its guard (whose pid may be reused).
+    a.done = true;
+    drop(a);
+    b.umount();
+}
+
+/// `minfs tune` on a mounted target is refused, naming the mount; after umount it works.
+#[test]
+fn tune_refuses_a_mounted_target() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "16M");
+    let m = Mounted::new(&img, &[]);
+    minfs()
+        .args(["tune", "-L", "x"])
+        .arg(&img)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the minfs mount at"));
+    m.umount();
+    minfs()
+        .args(["tune", "-L", "x"])
+        .arg(&img)
+        .assert()
+        .success();
+}
+
+/// A busy block device's refusal names what holds it — here a `minfs mount` of it: the mount
+/// point and its server process — instead of listing guesses (issue 37).
+#[test]
+fn a_busy_block_devices_refusal_names_the_mount_and_its_server() {
+    require_fuse!();
+    let dev = LoopDevice::new(64 << 20, 512).unwrap();
+    minfs()
+        .args(["mkfs", "-q"])
+        .arg(dev.path())
+        .assert()
+        .success();
+    let m = Mounted::new(dev.path(), &[]);
+    let out = minfs()
+        .args(["mkfs", "-f"])
+        .arg(dev.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("mounted at {} (fuse.minfs)", m.path().display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("open by process {} (minfs)", m.pid)),
+        "{err}"
+    );
+    assert!(!err.contains("another namespace"), "{err}");
+    m.umount();
+}

@@ -519,3 +519,328 @@ fn systemd_fstab_generator_makes_mount_units_with_the_fsck_dependency() {
         .join("local-fs.target.requires/srv-minfs2.mount")
         .exists());
 }
+
+/// The real systemd-udevd running this build's `64-minfs.rules` (installed in
+/// /run/udev/rules.d, which overrides a packaged one): started here when none runs, and then
+/// stopped again; the rule removed when dropped.
+struct Udevd {
+    child: Option<std::process::Child>,
+    rule: PathBuf,
+}
+
+impl Udevd {
+    fn ping() -> bool {
+        cmd("udevadm")
+            .args(["control", "--ping", "-t", "2"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// `Err` says why udevd cannot run here.
+    fn start() -> Result<Udevd, String> {
+        let bin = [
+            "/usr/lib/systemd/systemd-udevd",
+            "/lib/systemd/systemd-udevd",
+        ]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("systemd-udevd is not installed (Debian package udev)")?;
+        let rule = PathBuf::from("/run/udev/rules.d/64-minfs.rules");
+        if rule.exists() {
+            return Err(format!("{} exists (another test run?)", rule.display()));
+        }
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/udev/64-minfs.rules"))
+                .unwrap()
+                .replace(
+                    "/usr/bin/minfs probe",
+                    &format!("{} probe", env!("CARGO_BIN_EXE_minfs")),
+                );
+        std::fs::create_dir_all(rule.parent().unwrap()).unwrap();
+        std::fs::write(&rule, text).unwrap();
+        let mut me = Udevd { child: None, rule };
+        if Udevd::ping() {
+            run(cmd("udevadm").args(["control", "--reload"]));
+        } else {
+            Udevd::clear_watches();
+            let child = Command::new(bin)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("starting {bin}: {e}"))?;
+            me.child = Some(child);
+            let start = std::time::Instant::now();
+            while !Udevd::ping() {
+                if let Some(st) = me.child.as_mut().unwrap().try_wait().ok().flatten() {
+                    return Err(format!("{bin} exited at start ({st})"));
+                }
+                if start.elapsed() > std::time::Duration::from_secs(10) {
+                    return Err(format!("{bin} does not answer udevadm control --ping"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        Ok(me)
+    }
+
+    /// Removes the inotify-watch records a stopped udevd left in /run/udev (only when none
+    /// runs). udevd renames them to watch.old at start and then refuses to delete that on a
+    /// /run that is not tmpfs (as in some containers), so stale records would collide with the
+    /// new watches ("Failed to add inotify watch: File exists") and no relabel be seen.
+    fn clear_watches() {
+        for d in ["/run/udev/watch", "/run/udev/watch.old"] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+
+    /// `udevadm trigger --action=change DEV` and `udevadm settle`.
+    fn trigger(dev: &Path) {
+        let o = run(cmd("udevadm").args(["trigger", "--action=change"]).arg(dev));
+        assert!(o.status.success(), "udevadm trigger: {}", text(&o));
+        Udevd::settle();
+    }
+
+    fn settle() {
+        let o = run(cmd("udevadm").args(["settle", "-t", "30"]));
+        assert!(o.status.success(), "udevadm settle: {}", text(&o));
+    }
+}
+
+impl Drop for Udevd {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.rule);
+        match self.child.as_mut() {
+            Some(child) => {
+                let _ = cmd("udevadm").args(["settle", "-t", "10"]).status();
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(child.id() as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+                let _ = child.wait();
+                Udevd::clear_watches();
+            }
+            None => {
+                let _ = cmd("udevadm").args(["control", "--reload"]).status();
+            }
+        }
+    }
+}
+
+/// The /dev/disk/by-`kind` links that point at `dev`.
+fn links_to(kind: &str, dev: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(Path::new("/dev/disk").join(kind)) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = dir
+        .flatten()
+        .filter(|e| std::fs::canonicalize(e.path()).ok().as_deref() == Some(dev))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// With the real systemd-udevd and the minfs rule, a minfs on a loop device is found by name
+/// as ext4 is: /dev/disk/by-uuid and by-label links (a label with a space, escaped as udev
+/// does), `findfs`, `lsblk -f`, `mount UUID=…` and `mount LABEL=…`, an fstab `UUID=` line
+/// through `mount -a` and systemd-fstab-generator's unit; no ext4 link is left once minfs is
+/// made over ext4, and no old label link after `minfs tune -L` (the watched device's close
+/// runs the rule again, with no trigger).
+#[test]
+fn udev_links_minfs_by_uuid_and_label() {
+    let test = "udev_links_minfs_by_uuid_and_label";
+    if ready(test).is_none() {
+        return;
+    }
+    for (prog, package) in [
+        ("udevadm", "udev"),
+        ("findfs", "util-linux"),
+        ("lsblk", "util-linux"),
+    ] {
+        if !testutil::require_program(test, prog, package) {
+            return;
+        }
+    }
+    // First the system-install lock: no other test of this kind (fstab_lines_…, whose LABEL=
+    // line must find no by-label link) runs while udevd does.
+    let (_lock, _links) = install_helpers();
+    let udevd = match Udevd::start() {
+        Ok(u) => u,
+        Err(reason) => {
+            if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+                panic!("MINFS_REQUIRE_LOOP=1 but {reason}");
+            }
+            testutil::print_skip(test, &reason);
+            return;
+        }
+    };
+    let dev = testutil::LoopDevice::new(64 << 20, 512).unwrap();
+    let devp = dev.path().to_path_buf();
+    let dir = tempfile::Builder::new()
+        .prefix("minfs-udev-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let mnt = base.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let _unmount = Unmount(vec![mnt.clone()]);
+    let pid = std::process::id();
+
+    // ext4 first: udev's own links for it.
+    let ext_label = format!("ext{pid}");
+    let o = run(cmd("mkfs.ext4")
+        .args(["-q", "-F", "-L", &ext_label])
+        .arg(&devp));
+    assert!(o.status.success(), "{}", text(&o));
+    Udevd::trigger(&devp);
+    assert_eq!(links_to("by-label", &devp), vec![ext_label.clone()]);
+    assert_eq!(links_to("by-uuid", &devp).len(), 1);
+
+    // minfs over it.
+    let label = format!("minfs {pid}");
+    let o = run(cmd("mkfs")
+        .args(["-t", "minfs", "-f", "-L", &label])
+        .arg(&devp));
+    assert!(o.status.success(), "{}", text(&o));
+    let uuid = minfs::probe::probe(&devp).map(|sb| uuid::Uuid::from_bytes(sb.uuid).to_string());
+    let uuid = uuid.expect("minfs on the device");
+    Udevd::trigger(&devp);
+    let enc = format!("minfs\\x20{pid}");
+    println!("transcript: after mkfs -t minfs -f -L {label:?} {} over ext4 and udevadm trigger + settle:", devp.display());
+    println!("  /dev/disk/by-uuid:  {:?}", links_to("by-uuid", &devp));
+    println!("  /dev/disk/by-label: {:?}", links_to("by-label", &devp));
+    assert_eq!(links_to("by-uuid", &devp), vec![uuid.clone()], "by-uuid");
+    assert_eq!(
+        links_to("by-label", &devp),
+        vec![enc.clone()],
+        "by-label (the ext4 link stale?)"
+    );
+
+    // findfs and lsblk -f.
+    for tag in [format!("UUID={uuid}"), format!("LABEL={label}")] {
+        let o = run(cmd("findfs").arg(&tag));
+        assert!(o.status.success(), "findfs {tag}: {}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            s(&devp),
+            "findfs {tag}"
+        );
+        println!(
+            "  findfs {tag}: {}",
+            String::from_utf8_lossy(&o.stdout).trim()
+        );
+    }
+    let o = run(cmd("lsblk")
+        .args(["-f", "-n", "-o", "NAME,FSTYPE,FSVER,LABEL,UUID"])
+        .arg(&devp));
+    let lsblk = String::from_utf8_lossy(&o.stdout).to_string();
+    println!("  lsblk -f: {}", lsblk.trim());
+    assert!(
+        lsblk.contains("minfs") && lsblk.contains(&label) && lsblk.contains(&uuid),
+        "lsblk -f: {}",
+        text(&o)
+    );
+    // blkid itself has no minfs prober: it shows nothing (what the docs say).
+    let o = run(cmd("blkid").args(["-p"]).arg(&devp));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "blkid -p: {}",
+        text(&o)
+    );
+
+    // mount UUID=… and LABEL=… (-t minfs: libmount cannot guess the type), and umount.
+    for tag in [format!("UUID={uuid}"), format!("LABEL={label}")] {
+        let o = run(cmd("mount").args(["-t", "minfs", &tag]).arg(&mnt));
+        assert!(o.status.success(), "mount {tag}: {}", text(&o));
+        let m = findmnt(&mnt);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!(m[0].0, s(&devp), "mounted from {m:?}");
+        println!("  mount -t minfs {tag} {}: {:?}", mnt.display(), m[0]);
+        let o = run(cmd("umount").arg(&mnt));
+        assert!(o.status.success(), "umount: {}", text(&o));
+        assert!(findmnt(&mnt).is_empty());
+    }
+
+    // An fstab UUID= line: mount -a with that fstab, and systemd-fstab-generator's unit.
+    let fstab = base.join("fstab");
+    std::fs::write(
+        &fstab,
+        format!("UUID={uuid} {} minfs defaults 0 2\n", mnt.display()),
+    )
+    .unwrap();
+    let o = run(cmd("mount").arg("-T").arg(&fstab).arg("-a"));
+    assert!(o.status.success(), "mount -a -T fstab: {}", text(&o));
+    assert_eq!(
+        findmnt(&mnt).first().map(|m| m.0.clone()),
+        Some(s(&devp).to_string())
+    );
+    println!(
+        "  mount -a with fstab line UUID={uuid}: mounted {}",
+        devp.display()
+    );
+    let o = run(cmd("umount").arg(&mnt));
+    assert!(o.status.success(), "umount: {}", text(&o));
+    if let Some(generator) = [
+        "/usr/lib/systemd/system-generators/systemd-fstab-generator",
+        "/lib/systemd/system-generators/systemd-fstab-generator",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    {
+        let out = base.join("units");
+        std::fs::create_dir(&out).unwrap();
+        let o = run(Command::new(generator)
+            .args([&out, &out, &out])
+            .env("SYSTEMD_FSTAB", &fstab)
+            .env("SYSTEMD_PROC_CMDLINE", ""));
+        assert!(o.status.success(), "{}", text(&o));
+        let units: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".mount"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        let what = format!("What=/dev/disk/by-uuid/{uuid}");
+        assert!(
+            units
+                .iter()
+                .any(|u| u.contains(&what) && u.contains("Type=minfs")),
+            "no unit with {what}: {units:?}"
+        );
+        println!("  systemd-fstab-generator: a mount unit with {what} (the link udev made)");
+    }
+
+    // A relabel: the watched device's close makes udev run the rules again.
+    let other = format!("other{pid}");
+    let o = run(Command::new(env!("CARGO_BIN_EXE_minfs"))
+        .args(["tune", "-L", &other])
+        .arg(&devp));
+    assert!(o.status.success(), "tune: {}", text(&o));
+    let start = std::time::Instant::now();
+    while links_to("by-label", &devp) != vec![other.clone()]
+        && start.elapsed() < std::time::Duration::from_secs(10)
+    {
+        Udevd::settle();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    println!(
+        "  after minfs tune -L {other} (no trigger): by-label {:?}",
+        links_to("by-label", &devp)
+    );
+    assert_eq!(
+        links_to("by-label", &devp),
+        vec![other.clone()],
+        "stale label link"
+    );
+    assert_eq!(links_to("by-uuid", &devp), vec![uuid.clone()]);
+
+    // Detached: udev removes the links before it stops.
+    drop(dev);
+    Udevd::settle();
+    assert!(
+        !Path::new("/dev/disk/by-label").join(&other).exists(),
+        "link left after detaching"
+    );
+    drop(udevd);
+}

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::error::SlotId;
-use crate::fsck::{check, preen, repair, Preened, Report};
+use crate::fsck::{check, preen, repair, Preened, Problem, Report};
 
 use super::TargetArg;
 
@@ -92,6 +92,16 @@ impl Progress {
     }
 }
 
+/// The errors a report lists: every problem but [`Problem::NoValidSlot`], which is the verdict
+/// on the slots' own errors (the summary line says it), not another error to count.
+fn listed(report: &Report) -> Vec<&Problem> {
+    report
+        .problems
+        .iter()
+        .filter(|p| !matches!(p, Problem::NoValidSlot))
+        .collect()
+}
+
 fn print(report: &Report, target: &str, preening: bool) {
     for id in SlotId::BOTH {
         match report.generations[id.index()] {
@@ -99,7 +109,7 @@ fn print(report: &Report, target: &str, preening: bool) {
             None => println!("{id}: invalid"),
         }
     }
-    for p in &report.problems {
+    for p in listed(report) {
         if preening && !p.preen_safe() {
             println!("{target}: {p} (not repaired in preen mode)");
         } else {
@@ -180,7 +190,7 @@ pub fn run_code(a: Args) -> anyhow::Result<u8> {
                     "{target}: UNEXPECTED INCONSISTENCY: {} error(s) found, not all of them safe to \
                      repair unattended; nothing was written. Look at it, then run \
                      `minfs fsck -y {target}` (or fsck.minfs -y) by hand.",
-                    r.problems.len()
+                    listed(&r).len()
                 );
                 EXIT_UNCORRECTED
             }
@@ -198,12 +208,12 @@ pub fn run_code(a: Args) -> anyhow::Result<u8> {
         if r.problems.iter().all(|p| p.repairable()) {
             println!(
                 "{target}: {} error(s) found, left uncorrected (run `minfs fsck -y {target}` to repair)",
-                r.problems.len()
+                listed(&r).len()
             );
         } else {
             println!(
                 "{target}: {} error(s) found; no valid metadata slot is left to repair from, so `fsck -y` cannot fix them",
-                r.problems.len()
+                listed(&r).len()
             );
         }
         return Ok(EXIT_UNCORRECTED);

@@ -39,6 +39,7 @@ pub(crate) fn time(t: u64) -> String {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let fs = Filesystem::open(&a.target.target, OpenMode::ReadOnly).context("info failed")?;
+    super::note_mirror_slot(&fs, &a.target.target);
     let i = fs.info();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&i)?);

@@ -21,6 +21,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let fs = Filesystem::open(&a.target.target, OpenMode::ReadOnly).context("ls failed")?;
+    super::note_mirror_slot(&fs, &a.target.target);
     let files = fs.list();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&files)?);

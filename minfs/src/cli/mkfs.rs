@@ -11,7 +11,9 @@ use super::{human, parse_size, TargetArg};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Overwrite a target that holds another filesystem or signature (never a mounted one).
+    /// Overwrite a target that holds another filesystem, a signature or data minfs does not
+    /// recognise (never a mounted one); signatures libblkid still finds after formatting (a
+    /// backup GPT, RAID superblocks at the end, ...) are wiped and listed.
     #[arg(short, long)]
     force: bool,
     /// Show what would be done; write nothing.
@@ -100,6 +102,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!(
             "{t}: overwrote {} (signature at byte {})",
             sig.kind, sig.offset
+        );
+    }
+    for w in &o.wiped {
+        println!(
+            "{t}: wiped a {} signature at byte {} ({:#x}, {} bytes), as libblkid found it",
+            w.kind, w.offset, w.offset, w.len
+        );
+    }
+    if a.force && !a.dry_run && !o.blkid_checked {
+        println!(
+            "{t}: wipefs (util-linux) is not installed: signatures beyond minfs's first MiB \
+             (a backup GPT, RAID superblocks at the end) were not looked for"
         );
     }
     let kind = match o.kind {

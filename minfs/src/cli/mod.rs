@@ -24,8 +24,10 @@ mod manual;
 mod mkfs;
 #[cfg(feature = "fuse")]
 mod mount;
+mod probe;
 mod rm;
 mod scrub;
+mod tune;
 #[cfg(feature = "fuse")]
 mod umount;
 mod write;
@@ -67,8 +69,12 @@ enum Command {
     /// and file table, with one commit of an empty file table. An image that does not exist is
     /// created and preallocated (fallocate) to --size; an existing image keeps its size, and a
     /// block device is used whole. A target that holds a known signature (a filesystem, a
-    /// partition table, a minfs) is refused unless -f; -n prints what would be made and writes
-    /// nothing.
+    /// partition table, RAID or LVM metadata, a minfs, or anything libblkid finds through
+    /// wipefs) or non-zero bytes minfs cannot name (from a sample: the first and last MiB and
+    /// 256 reads spread over the target; on an image, the start of each data extent) is refused
+    /// unless -f. With -f, the signatures libblkid still finds after formatting (a backup GPT in
+    /// the last sector, MD superblocks at the end) are wiped, each printed. -n prints what would
+    /// be made and writes nothing.
     Mkfs(mkfs::Args),
     /// Show the superblock and the files (like tune2fs -l).
     ///
@@ -107,6 +113,14 @@ enum Command {
     ///
     /// Commits the file table without it and frees its blocks; their contents are not erased.
     Rm(rm::Args),
+    /// Change the label or the UUID (as tune2fs -L/-U).
+    ///
+    /// -L sets the label (up to 32 bytes), -U the UUID (a UUID, `random` or `time`); both
+    /// change in one commit through the two metadata slots, so a crash leaves the old or the new
+    /// pair, never a mix. A mounted target or one open read-write elsewhere is refused. udev's
+    /// /dev/disk/by-label and by-uuid links follow once the device is closed (the minfs rule
+    /// watches it).
+    Tune(tune::Args),
     /// Write a file's contents to stdout.
     ///
     /// Reads the file with O_DIRECT from its first byte up to its size. The target is opened
@@ -153,6 +167,14 @@ enum Command {
     /// Exit status: bits, as xfs_scrub's: 0 clean, 1 metadata problems, 2 unreadable sectors
     /// found, 4 interrupted, 8 operational error, 16 usage error.
     Scrub(scrub::Args),
+    /// Recognise minfs on a device for udev, read-only (what libblkid cannot).
+    ///
+    /// Reads the two metadata slots without a lock and writes nothing. On a minfs target it
+    /// prints a blkid-like line, or with --export the udev properties ID_FS_TYPE=minfs,
+    /// ID_FS_USAGE, ID_FS_UUID(_ENC), ID_FS_LABEL(_ENC) and ID_FS_VERSION that the rule
+    /// 64-minfs.rules imports to make /dev/disk/by-uuid and by-label links; on anything else it
+    /// prints nothing and exits 0.
+    Probe(probe::Args),
     /// Print a completion script for bash, zsh, fish, elvish or powershell to stdout.
     ///
     /// scripts/install.sh installs the bash, zsh and fish scripts; this prints one for another
@@ -252,6 +274,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Create(a) => create::run(a),
         Command::Grow(a) => create::run_grow(a),
         Command::Rm(a) => rm::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Cat(a) => cat::run(a),
         Command::Write(a) => write::run(a),
         #[cfg(feature = "fuse")]
@@ -259,7 +282,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         #[cfg(feature = "fuse")]
         Command::Umount(a) => umount::run(a),
         Command::Scrub(a) => scrub::run(a),
+        Command::Probe(a) => probe::run(a),
         Command::Completions(a) => completions::run(a),
+    }
+}
+
+/// Tells (on stderr) that open read the mirror slot because the other is invalid, which a
+/// read-only command leaves as it is.
+pub(crate) fn note_mirror_slot(fs: &crate::Filesystem, target: &std::path::Path) {
+    if let Some((bad, why)) = fs.invalid_slot_at_open() {
+        eprintln!(
+            "minfs: {}: {bad} is invalid ({why}); read from its mirror, {}. Repair with \
+             `minfs fsck -y {}`.",
+            target.display(),
+            bad.other(),
+            target.display()
+        );
     }
 }
 

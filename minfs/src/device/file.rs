@@ -106,15 +106,29 @@ impl FileDevice {
             ),
         })?;
         let fd = if writable {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(locked) => Fd::Locked(locked),
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                    return Err(Error::Locked {
-                        target,
-                        holder: super::lock_holder(path),
-                    })
+            let started = Instant::now();
+            let mut file = file;
+            loop {
+                match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                    Ok(locked) => break Fd::Locked(locked),
+                    // A block device we opened O_EXCL has no other minfs writer: its flock is
+                    // held by a non-exclusive opener, udevd's shared lock while it probes the
+                    // device (systemd.io/BLOCK_DEVICE_LOCKING), which it drops in a moment.
+                    Err((f, nix::errno::Errno::EWOULDBLOCK))
+                        if kind == TargetKind::BlockDevice
+                            && started.elapsed() < UDEV_LOCK_WAIT =>
+                    {
+                        file = f;
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                        return Err(Error::Locked {
+                            target,
+                            holder: super::lock_holder(path),
+                        })
+                    }
+                    Err((_, errno)) => return Err(Error::io(&target, "flock", errno.into())),
                 }
-                Err((_, errno)) => return Err(Error::io(&target, "flock", errno.into())),
             }
         } else {
             Fd::Plain(file)
@@ -208,6 +222,11 @@ impl BlockDevice for FileDevice {
     }
 }
 
+/// How long a read-write open of a block device waits for its `flock` while udevd holds a
+/// shared one (it does while it runs the rules for the device, e.g. right after the previous
+/// writer closed a watched device).
+pub const UDEV_LOCK_WAIT: Duration = Duration::from_secs(5);
+
 /// Why a block device (by `st_rdev`) refused an exclusive open: its mount points, or its holders.
 /// How long an exclusive open (`O_EXCL`) of a block device that nothing visibly holds — not
 /// mounted, no holder in sysfs — is retried while it fails with `EBUSY`.
@@ -275,11 +294,76 @@ fn visible_hold(rdev: u64) -> Option<String> {
 }
 
 fn busy_detail(rdev: u64) -> String {
-    visible_hold(rdev).unwrap_or_else(|| {
-        format!(
-            "opened exclusively by another process or by the kernel (mounted in another \
-             namespace, swap, RAID, ...), still after {} s",
-            EXCLUSIVE_OPEN_WAIT.as_secs()
-        )
-    })
+    if let Some(hold) = visible_hold(rdev) {
+        return hold;
+    }
+    let named = named_holders(rdev);
+    if !named.is_empty() {
+        return named.join("; ");
+    }
+    format!(
+        "opened exclusively by a process or the kernel that this process cannot see (another \
+         mount or pid namespace), still after {} s",
+        EXCLUSIVE_OPEN_WAIT.as_secs()
+    )
+}
+
+/// Whether `path` names the block device `rdev`.
+fn is_device(path: &Path, rdev: u64) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev)
+}
+
+/// Who holds the block device `rdev`, as far as this process can see: a FUSE mount whose
+/// source it is (a `minfs mount`: its server holds it), swap on it (`/proc/swaps`), and the
+/// processes that have it open (`/proc/PID/fd`), by pid and command.
+fn named_holders(rdev: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(mounts) = crate::mountinfo::mounts() {
+        for m in mounts {
+            if m.source.starts_with('/') && is_device(Path::new(&m.source), rdev) {
+                out.push(format!(
+                    "mounted at {} ({})",
+                    m.mountpoint.display(),
+                    m.fstype
+                ));
+            }
+        }
+    }
+    if let Ok(swaps) = std::fs::read_to_string("/proc/swaps") {
+        for line in swaps.lines().skip(1) {
+            if let Some(p) = line.split_whitespace().next() {
+                if is_device(Path::new(p), rdev) {
+                    out.push("in use as swap (swapoff it first)".into());
+                }
+            }
+        }
+    }
+    let me = std::process::id();
+    let mut pids = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(fds) = std::fs::read_dir(e.path().join("fd")) else {
+                continue;
+            };
+            let holds = fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| l.is_absolute() && is_device(&l, rdev))
+            });
+            if holds {
+                let comm = std::fs::read_to_string(e.path().join("comm"))
+                    .map(|c| format!(" ({})", c.trim_end()))
+                    .unwrap_or_default();
+                pids.push(format!("{pid}{comm}"));
+            }
+        }
+    }
+    if !pids.is_empty() {
+        out.push(format!("open by process {}", pids.join(", process ")));
+    }
+    out
 }

@@ -48,6 +48,18 @@ pub const SUPERBLOCK_MAGIC: [u8; 8] = *b"MINFS-SB";
 /// Magic number at the start of a file table.
 pub const FILE_TABLE_MAGIC: [u8; 8] = *b"MINFS-FT";
 
+/// Why `size` (not a multiple of [`BLOCK_SIZE`]) is no filesystem size; below [`MIN_SIZE`] the
+/// minimum is named too, so `-s 1K` does not lead to `-s 4K`, refused next.
+pub fn size_reason(size: u64) -> String {
+    if size < MIN_SIZE {
+        format!(
+            "{size} is not a multiple of 4096, and a filesystem needs at least {MIN_SIZE} bytes (2 MiB)"
+        )
+    } else {
+        format!("{size} is not a multiple of 4096")
+    }
+}
+
 /// A run of contiguous 4 KiB blocks. `start` is the block index counted from byte 0 of the
 /// target (so the byte offset is `start * 4096`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

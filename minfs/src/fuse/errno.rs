@@ -26,7 +26,7 @@ pub fn errno(e: &Error) -> c_int {
         | Error::NotATarget { .. }
         | Error::DirectIoUnsupported { .. } => libc::EINVAL,
         Error::TooSmall { .. } => libc::ENOSPC,
-        Error::ExistingSignature { .. } => libc::EEXIST,
+        Error::ExistingSignature { .. } | Error::UnknownData { .. } => libc::EEXIST,
         // The device's own errno where it is one an application can act on.
         Error::Io { source, .. } => match source.raw_os_error() {
             Some(code @ (libc::ENOSPC | libc::EDQUOT | libc::EROFS)) => code,
@@ -36,7 +36,8 @@ pub fn errno(e: &Error) -> c_int {
         | Error::NotMinfs { .. }
         | Error::Corrupted { .. }
         | Error::NoValidSlot { .. }
-        | Error::Fallocate { .. } => libc::EIO,
+        | Error::Fallocate { .. }
+        | Error::Wipe { .. } => libc::EIO,
     }
 }
 

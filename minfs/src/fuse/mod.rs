@@ -93,6 +93,8 @@ pub struct Server {
     read_only: bool,
     /// A read-only mount's exclusive hold of the target.
     hold: Option<Flock<File>>,
+    /// This server's record as the mount's server, for `minfs umount`.
+    record: Option<mounts::ServerRecord>,
 }
 
 impl Server {
@@ -194,6 +196,7 @@ impl Server {
                 target.display()
             ))
         })?;
+        let record = mounts::ServerRecord::create(&mp, FSTYPE);
         Ok(Server {
             session,
             fs,
@@ -201,6 +204,7 @@ impl Server {
             mountpoint: mp,
             read_only,
             hold: None,
+            record,
         })
     }
 
@@ -224,6 +228,7 @@ impl Server {
             mountpoint,
             read_only,
             hold: _hold,
+            record: _record,
         } = self;
         let served = session.run();
         // Ends the session (its destroy commits grown sizes and gives back preallocation,

@@ -41,6 +41,101 @@ pub fn absolute(path: &Path) -> io::Result<PathBuf> {
     }
 }
 
+/// Where servers record themselves: `/run/minfs` as root, `$XDG_RUNTIME_DIR/minfs` otherwise.
+fn record_dir() -> Option<PathBuf> {
+    if nix::unistd::geteuid().is_root() {
+        return Some(PathBuf::from("/run/minfs"));
+    }
+    std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("minfs"))
+}
+
+/// The record of the server of FUSE connection `conn`.
+fn record_path(conn: u32) -> Option<PathBuf> {
+    record_dir().map(|d| d.join(format!("fuse-connection-{conn}")))
+}
+
+/// A process's start time (`/proc/PID/stat` field 22, clock ticks since boot): with the pid,
+/// it names one process even after the pid is reused.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    // Fields after the command: state is field 3, so start time (22) is the 20th here.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A server's record of which FUSE connection is its own, removed when dropped.
+///
+/// The kernel does not say which process serves a FUSE connection (a `/dev/fuse` descriptor's
+/// fdinfo does not name it), so a server records it at mount: the connection's number is the
+/// minor of the mount's `st_dev` in mountinfo, and the record holds the server's pid and start
+/// time. `minfs umount` waits for that process only.
+#[derive(Debug)]
+pub struct ServerRecord(PathBuf);
+
+impl ServerRecord {
+    /// Records this process as the server of the `fstype` mount at `mountpoint` (absolute),
+    /// which it has just mounted. `None` when it cannot be recorded (no runtime directory, no
+    /// such mount): umount then falls back to [`server_pids`].
+    pub fn create(mountpoint: &Path, fstype: &str) -> Option<ServerRecord> {
+        let entry = mounts()
+            .ok()?
+            .into_iter()
+            .rev()
+            .find(|m| m.mountpoint == mountpoint && m.fstype == fstype)?;
+        let path = record_path(entry.dev.1)?;
+        std::fs::create_dir_all(path.parent()?).ok()?;
+        let pid = std::process::id();
+        // The mount point too: a record left by a killed server whose mount was then removed
+        // by someone else must not be taken for a later mount's with the same number.
+        let text = format!(
+            "{pid} {} {fstype}\n{}\n",
+            start_time(pid)?,
+            mountpoint.display()
+        );
+        let tmp = path.with_extension(format!("tmp{pid}"));
+        std::fs::write(&tmp, text).ok()?;
+        std::fs::rename(&tmp, &path).ok()?;
+        Some(ServerRecord(path))
+    }
+}
+
+impl Drop for ServerRecord {
+    fn drop(&mut self) {
+        // Only our own: a later server of a reused connection number has replaced it.
+        let me = std::process::id();
+        let ours = std::fs::read_to_string(&self.0)
+            .ok()
+            .is_some_and(|t| t.split(' ').next() == Some(&me.to_string()));
+        if ours {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+/// The server of the mount `entry`, from its record: `Some([pid])` while it runs, `Some([])`
+/// when the recorded server has gone (killed: nothing to wait for), `None` without a record.
+pub fn recorded_server(entry: &MountEntry) -> Option<Vec<u32>> {
+    let text = std::fs::read_to_string(record_path(entry.dev.1)?).ok()?;
+    let (first, mountpoint) = text.split_once('\n')?;
+    if mountpoint.trim_end_matches('\n') != entry.mountpoint.display().to_string() {
+        return None;
+    }
+    let f: Vec<&str> = first.split(' ').collect();
+    if f.len() != 3 || f[2] != entry.fstype {
+        return None;
+    }
+    let (pid, start): (u64, u64) = (f[0].parse().ok()?, f[1].parse().ok()?);
+    let pid = u32::try_from(pid).ok()?;
+    let alive = !exited(pid) && start_time(pid) == Some(start);
+    Some(if alive { vec![pid] } else { Vec::new() })
+}
+
+/// The server processes of the mount `entry`: its recorded server ([`ServerRecord`]) when
+/// there is a record, else every process holding `/dev/fuse` and the source ([`server_pids`]).
+pub fn servers_of(entry: &MountEntry) -> Vec<u32> {
+    recorded_server(entry).unwrap_or_else(|| server_pids(Path::new(&entry.source)))
+}
+
 /// Processes that hold `/dev/fuse` and `target` open: the servers of mounts of `target`
 /// (this process excluded). Processes whose descriptors cannot be read are skipped.
 pub fn server_pids(target: &Path) -> Vec<u32> {
@@ -141,7 +236,7 @@ pub fn unmount_with_flags(
             entry.fstype, entry.source
         )));
     }
-    let pids = server_pids(Path::new(&entry.source));
+    let pids = servers_of(&entry);
     if nix::unistd::geteuid().is_root() {
         nix::mount::umount2(&mp, flags).map_err(|e| match e {
             nix::errno::Errno::EBUSY => FuseError(format!(
@@ -152,6 +247,14 @@ pub fn unmount_with_flags(
         })?;
     } else {
         fusermount_unmount(&mp, lazy)?;
+    }
+    if pids.is_empty() {
+        // A recorded server that died (killed) left its record: the mount is gone now.
+        if let Some(p) = record_path(entry.dev.1) {
+            if recorded_server(&entry).is_some_and(|v| v.is_empty()) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
     }
     Ok((entry, pids))
 }
