@@ -341,3 +341,71 @@ fn a_killed_run_leaves_no_json() {
     child.wait().unwrap();
     assert!(!json_path.exists(), "a killed run left {json_path:?}");
 }
+
+/// Regression: without --work, the emulated drive's backing image was made in
+/// /var/tmp/minfs-compare while its emulator's directory went to /dev/shm/minfs-compare (the
+/// image path was taken before the work directory was chosen), so the host's disk stood between
+/// the emulator and its data. The image and the emulator's mount must lie in the one directory
+/// chosen (SETUP.md's `hddsim emulate --backing IMAGE MNT`).
+#[test]
+fn the_emulated_drives_image_lies_in_the_work_dir_it_chose() {
+    require_loop!();
+    let _one = one_at_a_time();
+    if !Path::new("/dev/fuse").exists() {
+        if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+            panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
+        }
+        testutil::print_skip(module_path!(), "/dev/fuse is missing");
+        return;
+    }
+    let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
+    let out_dir = scratch.path().join("out");
+    let out = Command::new(bench())
+        .arg("compare")
+        .arg("--bin-dir")
+        .arg(bin_dir())
+        .args(["--scale", "0.002", "--runs", "1", "--workloads", "seq-256k"])
+        .args(["--targets", "minfs", "--no-trace"])
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let setup = fs::read_to_string(out_dir.join("SETUP.md")).unwrap();
+    let words: Vec<&str> = setup
+        .split(|c: char| c.is_whitespace() || c == '`')
+        .collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "--backing")
+        .unwrap_or_else(|| panic!("no --backing in SETUP.md: {setup}"));
+    let image = Path::new(words[at + 1]);
+    let mnt = Path::new(
+        words[at + 2..]
+            .iter()
+            .find(|w| w.starts_with('/'))
+            .unwrap_or_else(|| panic!("no mount point after --backing: {setup}")),
+    );
+    assert_eq!(image.parent(), mnt.parent(), "{setup}");
+    let shm = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "));
+    let room = Command::new("df")
+        .args(["-B1", "--output=avail", "/dev/shm"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .nth(1)?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .is_some_and(|a| a > 2 << 30);
+    if shm && room {
+        // /dev/shm with room (a test machine's): the default puts it there.
+        assert!(image.starts_with("/dev/shm/minfs-compare"), "{setup}");
+    }
+}

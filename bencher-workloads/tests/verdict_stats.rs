@@ -35,28 +35,6 @@ fn fixed_size() -> (usize, usize) {
     (24, 18)
 }
 
-/// A default of compare.sh (`name=value` at the top of its option parsing).
-fn compare_default(name: &str) -> String {
-    let script = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../scripts/compare.sh"
-    ))
-    .unwrap();
-    let line = script
-        .lines()
-        .find(|l| l.starts_with(&format!("{name}=")))
-        .unwrap_or_else(|| panic!("no default {name}= in compare.sh"));
-    line[name.len() + 1..].trim_matches('"').to_string()
-}
-
-/// The default run's size: (comparisons per report, rounds).
-fn default_size() -> (usize, usize) {
-    let targets = compare_default("targets").split(',').count();
-    let workloads = compare_default("workloads").split(',').count();
-    let runs: usize = compare_default("runs").parse().unwrap();
-    ((targets - 1) * workloads, runs)
-}
-
 /// The measured noise: each comparison's standard deviation of its per-round log-ratios, and
 /// the shape of the noise — every residual divided by its comparison's deviation (and scaled by
 /// √(n/(n − 1)), to unit variance), pooled. A simulated comparison takes one measured deviation

@@ -867,7 +867,6 @@ impl Runner<'_> {
                 })
             }
             DeviceKind::Emulated { profile } => {
-                let image_path = work.join(format!("compare-{}.img", std::process::id()));
                 let span = if o.whole_drive {
                     None
                 } else {
@@ -899,6 +898,7 @@ impl Runner<'_> {
                 };
                 std::fs::create_dir_all(&work)?;
                 let work = std::fs::canonicalize(&work)?;
+                let image_path = work.join(format!("compare-{}.img", std::process::id()));
                 let avail = avail_bytes(&work)?;
                 if avail <= host_need {
                     let what = if o.whole_drive {
