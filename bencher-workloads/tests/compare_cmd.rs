@@ -55,6 +55,21 @@ fn leftovers(work: &Path, pid: u32) -> Vec<String> {
             }
         }
     }
+    // Its mounts are in a mount namespace of its own, which findmnt here does not show: a
+    // server it left (the emulator, `minfs mount`) would still be running with the work
+    // directory or its mount point on its command line.
+    for p in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = fs::read(p.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&needle) || cmd.contains(&mnt) {
+            found.push(format!(
+                "process {}: {cmd}",
+                p.file_name().to_string_lossy()
+            ));
+        }
+    }
     found
 }
 

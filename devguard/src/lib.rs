@@ -194,6 +194,27 @@ pub fn is_mountpoint(path: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Moves this process (and the children it starts from now on) into a mount namespace of its
+/// own, receiving the system's mounts (`MS_SLAVE`) but not showing its own to the system.
+///
+/// Why: a process elsewhere on the machine that makes a mount namespace (`unshare -m`, a
+/// sandbox, a test) while one of our filesystems is mounted gets a copy of that mount, which
+/// keeps the filesystem — and so the device — in use after we unmount ours ("apparently in use
+/// by the system" for as long as that namespace lives). Mounts no one else can see cannot be
+/// copied. Needs CAP_SYS_ADMIN, and must be called while the process has one thread.
+pub fn private_mount_namespace() -> io::Result<()> {
+    use nix::mount::{mount, MsFlags};
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).map_err(io::Error::from)?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(io::Error::from)
+}
+
 /// What a loop device's queue is set to while it is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueMode {

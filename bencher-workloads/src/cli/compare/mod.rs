@@ -801,6 +801,15 @@ impl Runner<'_> {
                     .retain(|t| !target::base(t).starts_with("minfs-fuse"));
             }
         }
+        // The mounts made from here on are this process's own (devguard's
+        // private_mount_namespace says why: another process's new mount namespace would
+        // otherwise pin a target's filesystem and its device after the umount).
+        if let Err(e) = devguard::private_mount_namespace() {
+            say(&format!(
+                "note: cannot make a mount namespace of its own ({e}); the mounts are the \
+                 system's"
+            ));
+        }
         // From here on SIGINT and SIGTERM set the flag; the runs stop, the guards undo what
         // was made, and the report of the rounds done is written.
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
