@@ -156,7 +156,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
                     tmp,
                     keep: false,
                 }),
-                Err(e) => return fail(err, &format!("cannot create {}: {e}", tmp.display())),
+                // Named by the path asked for (the temporary file beside it is a detail).
+                Err(e) => return fail(err, &format!("cannot create {}: {e}", path.display())),
             }
         }
         _ => None,
