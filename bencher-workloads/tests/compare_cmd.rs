@@ -73,6 +73,19 @@ fn leftovers(work: &Path, pid: u32) -> Vec<String> {
     found
 }
 
+/// Whether /dev/fuse is missing (the emulated drive needs it): then the skip is printed, or,
+/// under MINFS_REQUIRE_LOOP=1, the test fails.
+fn fuse_missing() -> bool {
+    if Path::new("/dev/fuse").exists() {
+        return false;
+    }
+    if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+        panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
+    }
+    testutil::print_skip(module_path!(), "/dev/fuse is missing");
+    true
+}
+
 /// Every file under `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
@@ -212,11 +225,7 @@ fn compare_cleans_up_and_reports_after_sigterm() {
 fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
     require_loop!();
     let _one = one_at_a_time();
-    if !Path::new("/dev/fuse").exists() {
-        if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
-            panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
-        }
-        testutil::print_skip(module_path!(), "/dev/fuse is missing");
+    if fuse_missing() {
         return;
     }
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
@@ -366,11 +375,7 @@ fn a_killed_run_leaves_no_json() {
 fn the_emulated_drives_image_lies_in_the_work_dir_it_chose() {
     require_loop!();
     let _one = one_at_a_time();
-    if !Path::new("/dev/fuse").exists() {
-        if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
-            panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
-        }
-        testutil::print_skip(module_path!(), "/dev/fuse is missing");
+    if fuse_missing() {
         return;
     }
     let scratch = tempfile::tempdir_in(testutil::scratch_dir()).unwrap();
