@@ -264,23 +264,9 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         .filter(|&(w, t)| t != b && paired(w, t) >= 2)
         .count();
     let confidence = stats::confidence(comparisons);
-    let cells = (0..cmp.workloads.len())
-        .map(|w| {
-            (0..cmp.targets.len())
-                .map(|t| {
-                    if t == b {
-                        return None;
-                    }
-                    let interval = stats::paired_interval(&totals[w][t], &totals[w][b], confidence)
-                        .filter(|i| i.high.is_finite())?;
-                    Some(Judged {
-                        interval,
-                        judgement: stats::judge(&interval),
-                    })
-                })
-                .collect()
-        })
-        .collect();
+    let cells = judged_cells(cmp, b, |w, t| {
+        stats::paired_interval(&totals[w][t], &totals[w][b], confidence)
+    });
     Judgements {
         cells,
         comparisons,
@@ -289,6 +275,31 @@ pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
         sequential: false,
         budget_s: None,
     }
+}
+
+/// Per workload and target, the verdict on `interval_of(w, t)`: `None` for the baseline `b`
+/// and where the interval is missing or unbounded (not judged).
+fn judged_cells(
+    cmp: &Comparison,
+    b: usize,
+    interval_of: impl Fn(usize, usize) -> Option<Interval>,
+) -> Vec<Vec<Option<Judged>>> {
+    (0..cmp.workloads.len())
+        .map(|w| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    if t == b {
+                        return None;
+                    }
+                    let interval = interval_of(w, t).filter(|i| i.high.is_finite())?;
+                    Some(Judged {
+                        interval,
+                        judgement: stats::judge(&interval),
+                    })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// [`judgements`] of a budget run: each comparison's confidence sequence ([`sequential`]) at
@@ -302,24 +313,12 @@ fn sequential_judgements(
 ) -> Judgements {
     let comparisons = cmp.workloads.len() * cmp.targets.len().saturating_sub(1);
     let alpha = sequential::alpha(comparisons);
-    let cells = (0..cmp.workloads.len())
-        .map(|w| {
-            (0..cmp.targets.len())
-                .map(|t| {
-                    if t == b {
-                        return None;
-                    }
-                    let d = sequential::paired_log_ratios(&totals[w][t], &totals[w][b]);
-                    let interval =
-                        sequential::interval(&d, alpha).filter(|i| i.high.is_finite())?;
-                    Some(Judged {
-                        interval,
-                        judgement: stats::judge(&interval),
-                    })
-                })
-                .collect()
-        })
-        .collect();
+    let cells = judged_cells(cmp, b, |w, t| {
+        sequential::interval(
+            &sequential::paired_log_ratios(&totals[w][t], &totals[w][b]),
+            alpha,
+        )
+    });
     Judgements {
         cells,
         comparisons,
