@@ -278,7 +278,14 @@ fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
             "more than 20 s left of a 20 s budget: {l}"
         );
     }
-    assert!(out_dir.join("report.md").is_file());
+    // The report's first line gives the count as a maximum: comparisons stop once decided.
+    let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+    let facts = report.lines().nth(2).unwrap_or_default();
+    assert!(
+        facts.contains(&format!("up to {rounds} round"))
+            && facts.contains("stopped once decided, within a 20"),
+        "{facts}"
+    );
     let setup = fs::read_to_string(out_dir.join("SETUP.md")).unwrap();
     assert!(
         setup.contains("| stopping | a time budget of 20s"),

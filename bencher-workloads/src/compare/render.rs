@@ -1127,11 +1127,24 @@ fn header(out: &mut String, cmp: &Comparison) {
     if let Some(s) = m.scale {
         facts.push(format!("scale {s}"));
     }
-    facts.push(format!(
-        "{} run{} per workload and target",
-        cmp.runs,
-        if cmp.runs == 1 { "" } else { "s" }
-    ));
+    facts.push(if m.sequential() {
+        // A budget run: each comparison stopped once decided, so the count is a maximum.
+        format!(
+            "up to {} round{} per workload and target (each comparison stopped once decided, \
+             within a {} budget)",
+            cmp.runs,
+            if cmp.runs == 1 { "" } else { "s" },
+            m.budget_s
+                .map(|b| format::time(b * 1e9))
+                .unwrap_or_else(|| "time".into())
+        )
+    } else {
+        format!(
+            "{} run{} per workload and target",
+            cmp.runs,
+            if cmp.runs == 1 { "" } else { "s" }
+        )
+    });
     match m.block_size {
         Some(b) => facts.push(format!("block size {b} bytes")),
         // compare.sh without --block-size: minfs at MinfsNvm's 4096, the others at 512.
