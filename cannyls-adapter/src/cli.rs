@@ -517,7 +517,8 @@ fn read_index(target: &std::path::Path, file: &str) -> Result<Index, String> {
     let file = fs.open_file(file).map_err(|e| e.to_string())?;
     let sector = u64::from(file.sector_size().max(1));
     let capacity = file.size() / sector * sector;
-    let map = LumpMap::read(&file, 0, capacity).map_err(|e| format!("reading the storage's index: {e}"))?;
+    let map = LumpMap::read(&file, 0, capacity)
+        .map_err(|e| format!("reading the storage's index: {e}"))?;
     Ok((map, file.extents()))
 }
 
@@ -533,7 +534,10 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
                     "file": a.file,
                     "index": { "read": false, "error": why },
                 });
-                println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+                );
             } else {
                 println!("{name}: the storage's index cannot be read: {why}");
             }
@@ -588,7 +592,10 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
             },
             "lumps": lumps,
         });
-        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
         return Ok(EXIT_CLEAN);
     }
     println!(
@@ -609,10 +616,7 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
         dev,
     } in &rows
     {
-        let dev: Vec<String> = dev
-            .iter()
-            .map(|(o, l)| format!("{o}..{}", o + l))
-            .collect();
+        let dev: Vec<String> = dev.iter().map(|(o, l)| format!("{o}..{}", o + l)).collect();
         println!(
             "{id} {region:<7} file bytes {start}..{} ({len} bytes), device bytes {}",
             start + len,
@@ -636,7 +640,9 @@ fn delete_cmd(a: &DeleteArgs) -> u8 {
         let map = match read_index(&a.target, &a.file) {
             Ok((Ok(m), _)) => m,
             Ok((Err(why), _)) => {
-                eprintln!("minfs-cannyls: delete: {name}: the storage's index cannot be read: {why}");
+                eprintln!(
+                    "minfs-cannyls: delete: {name}: the storage's index cannot be read: {why}"
+                );
                 return EXIT_OPERATIONAL;
             }
             Err(e) => {

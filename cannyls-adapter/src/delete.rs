@@ -103,7 +103,14 @@ pub fn delete_lumps(
     let cannyls_err = |e: cannyls::Error| DeleteError::Cannyls {
         target: t.clone(),
         file: file.to_string(),
-        detail: e.to_string().trim_end().to_string(),
+        // trackable's text ends in a multi-line HISTORY: the first part names the error.
+        detail: e
+            .to_string()
+            .split("\nHISTORY")
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string(),
     };
     let nvm = MinfsNvm::open(target, file).map_err(DeleteError::Open)?;
     let mut storage = StorageBuilder::new().open(nvm).map_err(cannyls_err)?;

@@ -267,6 +267,9 @@ mod tests {
         );
         assert_eq!(device_ranges(&ex, 8192, 4096), vec![(3 * 4096, 4096)]);
         assert!(device_ranges(&ex, 20480, 512).is_empty());
-        assert_eq!(device_ranges(&ex, 20000, 1000), vec![(3 * 4096 + 11808, 480)]);
+        assert_eq!(
+            device_ranges(&ex, 20000, 1000),
+            vec![(3 * 4096 + 11808, 480)]
+        );
     }
 }

@@ -159,7 +159,10 @@ fn an_absent_or_malformed_lump_id_is_named_and_nothing_changes() {
         .code(8)
         .stderr(contains("holds no Cannyls storage"));
     cli(&["delete", "--yes", "/nonexistent/minfs.img", FILE, "3"]).code(8);
-    assert!(image_bytes(&img) == before, "a refused delete changed the image");
+    assert!(
+        image_bytes(&img) == before,
+        "a refused delete changed the image"
+    );
     check_storage(&img, &[]);
 }
 
@@ -196,7 +199,11 @@ fn the_listing_places_each_lump_where_its_bytes_are_on_the_device() {
             .iter()
             .find(|l| l["id"] == hex(n))
             .unwrap_or_else(|| panic!("lump {n} not listed: {v}"));
-        assert_eq!(l["region"], if embedded { "journal" } else { "data" }, "{l}");
+        assert_eq!(
+            l["region"],
+            if embedded { "journal" } else { "data" },
+            "{l}"
+        );
         // The device ranges, concatenated, start with the lump's bytes.
         let mut got = Vec::new();
         for r in l["device_ranges"].as_array().unwrap() {
