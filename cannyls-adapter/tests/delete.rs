@@ -219,3 +219,60 @@ fn the_listing_places_each_lump_where_its_bytes_are_on_the_device() {
         .code(1)
         .stdout(contains("cannot be read"));
 }
+
+/// A storage as FrugalOS' file devices have it: made by Cannyls' own `FileNvm`, whose file
+/// starts empty and grows as the storage writes, so it is shorter than the storage's header
+/// says (the data region runs past its end). Its bytes copied into a minfs file of the same
+/// length: `lumps` lists it, `delete` deletes from it, the others stay byte-identical.
+#[test]
+fn a_storage_in_a_file_shorter_than_the_storage_as_filenvm_leaves_it() {
+    use cannyls::nvm::FileNvm;
+    let host = tempfile::Builder::new()
+        .prefix("cannyls-adapter-filenvm-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let lusf = host.path().join("dev.lusf");
+    let (nvm, created) = FileNvm::create_if_absent(&lusf, 256 << 20).unwrap();
+    assert!(created);
+    let mut s = StorageBuilder::new()
+        .journal_region_ratio(0.01)
+        .create(nvm)
+        .unwrap();
+    for (n, len, embedded) in LUMPS {
+        let bytes = pattern(n as u64, len);
+        let data = if embedded {
+            LumpData::new_embedded(bytes).unwrap()
+        } else {
+            s.allocate_lump_data_with_bytes(&bytes).unwrap()
+        };
+        s.put(&LumpId::new(n), &data).unwrap();
+    }
+    s.journal_sync().unwrap();
+    drop(s);
+    let bytes = std::fs::read(&lusf).unwrap();
+    assert!(
+        (bytes.len() as u64) < 128 << 20,
+        "FileNvm's file is {} bytes: not shorter than its storage",
+        bytes.len()
+    );
+    let img = image(64 << 20);
+    let len = (bytes.len() as u64).div_ceil(4096) * 4096;
+    let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
+    fs.create(FILE, len).unwrap();
+    let f = fs.open_file(FILE).unwrap();
+    let mut buf = minfs::AlignedBuf::zeroed(len as usize, 4096);
+    buf[..bytes.len()].copy_from_slice(&bytes);
+    f.write_at(&buf, 0).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    drop(fs);
+
+    let t = img.path.to_str().unwrap();
+    cli(&["lumps", t, FILE])
+        .code(0)
+        .stdout(contains("block size 512: 7 lumps in its journal"));
+    cli(&["delete", "--yes", t, FILE, "2"])
+        .code(0)
+        .stdout(contains(format!("deleted lump {}", hex(2))));
+    check_storage(&img, &[2]);
+}
