@@ -730,40 +730,38 @@ if [ "$scrub_repair" = 1 ]; then
       put_object $(((j - 1) % nodes)) "$b" "$o" && echo "$b $o" >>"$work/live"
     done
   done
+  # The object whose fragment gets the bad sector: larger than any other, so that its fragment
+  # (half of it) is the largest content lump on every node: object versions are numbered per
+  # segment, and which segment (and Raft member, whose local id is in the lump id) holds an
+  # object FrugalOS 1.2.1's HTTP API does not say.
+  target_obj=ec-target
+  new_object "$target_obj" 12000000
+  put_object 0 ec "$target_obj" && echo "ec $target_obj" >>"$work/live"
   check_all 0 1 2
   say "ec objects with 3 fragments found, 0 lost (HEAD .../fragments): $(fragments 0) of $(live_count ec)"
-  # version (hex, the ETag) -> object, for every live object
-  declare -A version_of=() object_of=()
-  while read -r b o; do
-    v=$(curl -s -I --max-time 30 "http://127.0.0.1:${http[0]}/v1/buckets/$b/objects/$o" | tr -d '\r' |
-      sed -n 's/^etag: *"\([0-9a-f]*\)".*/\1/Ip')
-    [ -n "$v" ] || die "HEAD $b/$o: no ETag"
-    version_of["$b $o"]=$v
-    object_of[$v]="$b $o"
-  done <"$work/live"
+  version=$(curl -s -I --max-time 30 "http://127.0.0.1:${http[0]}/v1/buckets/ec/objects/$target_obj" | tr -d '\r' |
+    sed -n 's/^etag: *"\([0-9a-f]*\)".*/\1/Ip')
+  [ -n "$version" ] || die "HEAD ec/$target_obj: no ETag"
 
-  step "step 2: stop node$sick, unmount its disk, list its device's lumps, choose the fragment lump of the largest ec object, restart its drive with a bad sector there"
+  step "step 2: stop node$sick, unmount its disk, list its device's lumps, find ec/$target_obj's fragment, restart its drive with a bad sector under it"
   stop_node "$sick"
   unmount_disk "$k"
   "$minfs_cannyls" lumps --json "${loop[$k]}" dev.lusf >"$work/lumps-before.json" \
-    || die "minfs-cannyls lumps ${loop[$k]} dev.lusf failed"
-  say "minfs-cannyls lumps ${loop[$k]} dev.lusf: $(jq '.lumps | length' "$work/lumps-before.json") lumps, $(jq '[.lumps[] | select(.id | startswith("01"))] | length' "$work/lumps-before.json") of them object content (id 01...); journal clean: $(jq .index.journal_clean "$work/lumps-before.json"), block size $(jq .index.block_size "$work/lumps-before.json")"
-  # The largest live ec object with a content lump in the data region of this device.
-  lump="" best=0
-  while read -r id len; do
-    v=$(sed 's/^0*//' <<<"${id:16}")
-    obj=${object_of[${v:-0}]:-}
-    [ -n "$obj" ] && [ "${obj%% *}" = ec ] || continue
-    size=$(sizeof "${obj#* }")
-    if [ "$size" -gt "$best" ]; then best=$size lump=$id target_obj=${obj#* }; fi
-  done < <(jq -r '.lumps[] | select(.region == "data" and (.id | startswith("01"))) | "\(.id) \(.length)"' "$work/lumps-before.json")
-  [ -n "$lump" ] || die "no ec fragment lump in the data region of node$sick's device"
-  read -r lump_dev lump_len < <(jq -r --arg id "$lump" '.lumps[] | select(.id == $id) | "\(.device_ranges[0].offset) \(.length)"' "$work/lumps-before.json")
+    || die "minfs-cannyls lumps ${loop[$k]} dev.lusf failed: $(cat "$work/lumps-before.json")"
+  say "minfs-cannyls lumps ${loop[$k]} dev.lusf: $(jq '.lumps | length' "$work/lumps-before.json") lumps, $(jq '[.lumps[] | select(.id | startswith("01"))] | length' "$work/lumps-before.json") of them object content (id 01...), $(jq '[.lumps[] | select(.region == "journal")] | length' "$work/lumps-before.json") embedded in the journal; journal clean: $(jq .index.journal_clean "$work/lumps-before.json"), block size $(jq .index.block_size "$work/lumps-before.json")"
+  # The largest content lump in the data region: a fragment of ec/$target_obj is half its
+  # 12,000,000 bytes (and a header), every other object is at most 5,000,000 bytes.
+  read -r lump lump_len < <(jq -r '[.lumps[] | select(.region == "data" and (.id | startswith("01")))] | max_by(.length) | "\(.id) \(.length)"' "$work/lumps-before.json")
+  [ -n "$lump" ] && [ "$lump" != null ] || die "no object content lump in the data region of node$sick's device"
+  lump_version=$(sed 's/^0*//' <<<"${lump:16}")
+  if [ "$lump_len" -lt 6000000 ] || [ "$lump_len" -gt 6100000 ] || [ "${lump_version:-0}" != "$version" ]; then
+    die "the largest content lump on node$sick, $lump ($lump_len bytes, version ${lump_version:-0}), is not ec/$target_obj's fragment (6,000,000 bytes and a header, version $version)"
+  fi
   ranges=$(jq -r --arg id "$lump" '[.lumps[] | select(.id == $id) | .device_ranges[] | "\(.offset)+\(.length)"] | join(", ")' "$work/lumps-before.json")
+  read -r lump_dev first_len < <(jq -r --arg id "$lump" '.lumps[] | select(.id == $id) | "\(.device_ranges[0].offset) \(.device_ranges[0].length)"' "$work/lumps-before.json")
   # One 4 KiB physical sector (8 LBAs) in the middle of the lump's first device range.
-  first_len=$(jq -r --arg id "$lump" '.lumps[] | select(.id == $id) | .device_ranges[0].length' "$work/lumps-before.json")
   bad_lba=$(((lump_dev + first_len / 2) / 4096 * 8))
-  say "chosen: lump $lump = the fragment of ec/$target_obj ($best B PUT, version ${version_of["ec $target_obj"]}) on node$sick: $lump_len bytes of dev.lusf, device bytes $ranges; bad sector: LBAs $bad_lba-$((bad_lba + 7)) (device bytes $((bad_lba * 512))..$(((bad_lba + 8) * 512)))"
+  say "chosen: lump $lump, the fragment of ec/$target_obj (12000000 B PUT, version $version = the lump id's low 64 bits) on node$sick: $lump_len bytes of dev.lusf, device bytes $ranges; bad sector: LBAs $bad_lba-$((bad_lba + 7)) (device bytes $((bad_lba * 512))..$(((bad_lba + 8) * 512)))"
   detach_disk "$k"
   disk_bad[$k]="$bad_lba-$((bad_lba + 7))"
   attach_disk "$k"
@@ -799,7 +797,7 @@ if [ "$scrub_repair" = 1 ]; then
   fi
   mount_disk "$k" minfs
   h=$(curl -s -I --max-time 30 "http://127.0.0.1:${http[0]}/v1/buckets/ec/objects/$target_obj/fragments" | tr -d '\r' | grep -i '^frugalos-fragments' | tr '\n' ' ')
-  say "HEAD ec/$target_obj/fragments via node0 (node$sick down): $h"
+  say "HEAD ec/$target_obj/fragments via node0 (node$sick down, so its fragment counts as lost whether deleted or not): $h"
 
   step "step 5: start node$sick with repair enabled until it has synchronised"
   start_node "$sick"
