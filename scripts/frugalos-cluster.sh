@@ -717,6 +717,13 @@ if [ "$scrub_repair" = 1 ]; then
   say "scrub-and-repair: disks on minfs; node$sick's disk on hddsim emulate (${disk_profile[$k]}), the others on loop devices over images; $nobjects objects per bucket"
   for d in $(disks); do make_disk "$d"; done
   form_cluster minfs
+  # head_fragments OBJECT: the status and FrugalOS-Fragments-* headers of HEAD
+  # ec/OBJECT/fragments through node0.
+  head_fragments() {
+    local h
+    h=$(curl -s -I --max-time 30 "http://127.0.0.1:${http[0]}/v1/buckets/ec/objects/$1/fragments" | tr -d '\r' || true)
+    echo "$(sed -n '1p' <<<"$h")$(grep -i '^frugalos-fragments' <<<"$h" | sed 's/^/; /' | tr -d '\n' || true)"
+  }
   step_t=$SECONDS
   step() { say "=== [${SECONDS} s, the last step took $((SECONDS - step_t)) s] $*"; step_t=$SECONDS; }
   step "step 1: PUT $nobjects objects per bucket, GET each through every node"
@@ -796,14 +803,12 @@ if [ "$scrub_repair" = 1 ]; then
     say "minfs-cannyls lumps: $(jq '.lumps | length' "$work/lumps-deleted.json") lumps, $lump not among them"
   fi
   mount_disk "$k" minfs
-  h=$(curl -s -I --max-time 30 "http://127.0.0.1:${http[0]}/v1/buckets/ec/objects/$target_obj/fragments" | tr -d '\r' | grep -i '^frugalos-fragments' | tr '\n' ' ')
-  say "HEAD ec/$target_obj/fragments via node0 (node$sick down, so its fragment counts as lost whether deleted or not): $h"
+  say "HEAD ec/$target_obj/fragments via node0 (node$sick down, so its fragment counts as lost whether deleted or not): $(head_fragments "$target_obj")"
 
   step "step 5: start node$sick with repair enabled until it has synchronised"
   start_node "$sick"
   wait_synced "$sick" 1 || true
-  h=$(curl -s -I --max-time 30 "http://127.0.0.1:${http[0]}/v1/buckets/ec/objects/$target_obj/fragments" | tr -d '\r' | grep -i '^frugalos-fragments' | tr '\n' ' ')
-  say "HEAD ec/$target_obj/fragments via node0: $h"
+  say "HEAD ec/$target_obj/fragments via node0: $(head_fragments "$target_obj")"
 
   step "step 6: stop node$sick, unmount: is the lump back on its device? scrub again"
   stop_node "$sick"
