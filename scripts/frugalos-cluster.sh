@@ -66,15 +66,17 @@
 #
 # The scrub-and-repair mode (--scrub-repair; disks on minfs): node1's disk is a loop device over
 # `hddsim emulate --profile st1000dm003+read_error_recovery_ms=MS` (the other two over
-# images). Objects are PUT to `repl` and `ec` and checked through every node; node1 is stopped
-# and its disk unmounted; `minfs-cannyls lumps --json` lists the lumps of its device with
-# their device bytes; the `ec` fragment lump of the largest object (object content lumps are
-# those whose id starts with 01; its low 64 bits are the object's version, the ETag) is
-# chosen, and the emulator restarted on the same image with `--bad-sectors` over one 4 KiB
-# physical sector in the middle of that lump. Then, with node1 running again: `minfs scrub`
-# names dev.lusf and `minfs-cannyls scrub --json` names exactly that lump (checked); node1 is
-# stopped, its disk unmounted, `minfs-cannyls delete --yes` deletes the lump (the listing no
-# longer has it; HEAD .../fragments through node0 shows the fragment lost); the disk mounted
+# images). Objects are PUT to `repl` and `ec`, and `ec/ec-target` of 12,000,000 bytes, and
+# checked through every node; node1 is stopped and its disk unmounted; `minfs-cannyls lumps
+# --json` lists the lumps of its device with their device bytes; the largest object content
+# lump (id 01...) is ec-target's fragment (half of it: every other object is at most 5,000,000
+# bytes), checked against its ETag (the lump id's low 64 bits are the object's version;
+# versions are numbered per segment, so a version alone names no object), and the emulator
+# restarted on the same image with `--bad-sectors` over one 4 KiB physical sector in the
+# middle of that lump. Then, with node1 running again: `minfs scrub` names dev.lusf and
+# `minfs-cannyls scrub --json` names exactly that lump (checked); node1 is stopped, its disk
+# unmounted, `minfs-cannyls delete --yes` deletes the lump (the listing no longer has it;
+# HEAD .../fragments through node0 printed, with node1 down); the disk mounted
 # and node1 started, repair enabled (set-repair-config, as in step 3) until it has
 # synchronised (at least one successful repair). Then node1 stopped and unmounted again: the
 # listing has the lump back (where), `minfs-cannyls scrub` says what now lies over the bad
