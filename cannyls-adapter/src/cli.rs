@@ -10,6 +10,16 @@
 //! from the storage's own index, read without writing ([`crate::lumps`]). Exit codes are
 //! `minfs scrub`'s bits: 0 clean, 1 the minfs metadata or the storage's index has problems, 2
 //! unreadable sectors found, 8 operational error, 16 usage error.
+//!
+//! `minfs-cannyls lumps [--json] TARGET [FILE]`: every lump the storage's index lists, with
+//! its bytes in the file and on the device (read-only, as scrub). Exit codes: 0, 1 the index
+//! cannot be read, 8 operational error, 16 usage error.
+//!
+//! `minfs-cannyls delete [--yes] TARGET FILE LUMPID...`: deletes the named lumps from the
+//! storage, all or none ([`crate::delete`]); without `--yes` only says what it would delete.
+//! Exit codes: 0 deleted (or, without --yes, every lump present), 4 a lump named is absent:
+//! nothing deleted, 8 operational error (among them a target in use), 16 usage error (among
+//! them a malformed lump id).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,7 +28,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use minfs::{Filesystem, OpenMode};
 
-use crate::lumps::LumpMap;
+use cannyls::lump::LumpId;
+
+use crate::delete::{self, DeleteError};
+use crate::lumps::{self as lumpmap, LumpMap, Place};
 use crate::recovery::{self, Inspection};
 use crate::{Error, MinfsNvm};
 
@@ -59,6 +72,9 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+/// Delete: a lump named is not in the storage; nothing was deleted.
+pub const DELETE_ABSENT: u8 = 4;
+
 /// Scrub: nothing found.
 pub const SCRUB_CLEAN: u8 = 0;
 /// Scrub bit: the minfs metadata, or the storage's index (header, journal), has problems.
@@ -81,6 +97,31 @@ pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
             ),
             (EXIT_OPERATIONAL, "operational error"),
             (EXIT_USAGE, "usage error"),
+        ];
+    }
+    if subcommand == Some("lumps") {
+        return vec![
+            (EXIT_CLEAN, "the index was read and listed"),
+            (
+                SCRUB_METADATA,
+                "the storage's index cannot be read (no storage, or a journal unreadable from its head)",
+            ),
+            (EXIT_OPERATIONAL, "operational error"),
+            (EXIT_USAGE, "usage error"),
+        ];
+    }
+    if subcommand == Some("delete") {
+        return vec![
+            (
+                EXIT_CLEAN,
+                "every lump named deleted and the journal synced (without --yes: every lump named is present)",
+            ),
+            (DELETE_ABSENT, "a lump named is not in the storage: nothing deleted"),
+            (
+                EXIT_OPERATIONAL,
+                "operational error (target or file missing, target in use, no storage, I/O error)",
+            ),
+            (EXIT_USAGE, "usage error (among them a malformed lump id)"),
         ];
     }
     vec![
@@ -115,6 +156,54 @@ enum Command {
     /// scrub`: 0 clean, 1 the minfs metadata or the storage's index has problems, 2 unreadable
     /// sectors found, 8 operational error, 16 usage error.
     Scrub(ScrubArgs),
+    /// List the lumps of a storage: id, where its bytes are in the file and on the device.
+    ///
+    /// Reads the storage's index as scrub does (the journal walked from its head, nothing
+    /// written, without the target's lock: records a running process holds in memory are not
+    /// in it). One line per lump: its id (32 hex digits), `data` (blocks in the data region)
+    /// or `journal` (embedded in its record), its byte range in FILE, its bytes (whole blocks
+    /// for a data lump) and the byte ranges on the device. Exit status: 0 listed, 1 the
+    /// storage's index cannot be read, 8 operational error, 16 usage error.
+    Lumps(LumpsArgs),
+    /// Delete named lumps from a storage (all or none), e.g. those a scrub found unreadable.
+    ///
+    /// Opens the storage read-write through MinfsNvm, taking the target's lock: a target
+    /// another process holds (`minfs mount`, a running FrugalOS or other Cannyls client) is
+    /// refused (exit 8): stop it first. Every lump named is looked up first; if any is absent
+    /// nothing is deleted (exit 4). Then each is deleted and the journal synced before the
+    /// storage is closed. The lumps' data is not read, so a lump over unreadable sectors
+    /// deletes like any other. Without --yes nothing is opened for writing: the index is read
+    /// as `lumps` reads it and what would be deleted is printed (exit 0 when every lump named
+    /// is present). An application that re-puts absent lumps from other copies (FrugalOS'
+    /// repair) then restores them. Exit status: 0 deleted, 4 a lump named is absent, 8
+    /// operational error, 16 usage error (e.g. a malformed lump id).
+    Delete(DeleteArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LumpsArgs {
+    /// Print one JSON object: the lumps, each with its id, region, file and device ranges.
+    #[arg(long)]
+    json: bool,
+    /// The minfs target: an image file or a block device.
+    target: PathBuf,
+    /// The minfs file holding the storage.
+    #[arg(default_value = DEFAULT_FILE)]
+    file: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct DeleteArgs {
+    /// Delete. Without it, only print what would be deleted (nothing is opened for writing).
+    #[arg(long)]
+    yes: bool,
+    /// The minfs target: an image file or a block device.
+    target: PathBuf,
+    /// The minfs file holding the storage.
+    file: String,
+    /// The lumps to delete: 1 to 32 hexadecimal digits each, as `lumps` and `scrub` print them.
+    #[arg(required = true, value_name = "LUMPID", value_parser = delete::parse_lump_id)]
+    lumps: Vec<LumpId>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -171,6 +260,20 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     };
     let a = match cli.command {
         Command::Fsck(a) => a,
+        Command::Lumps(a) => {
+            return match lumps(&a) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    eprintln!(
+                        "minfs-cannyls: lumps: {}: file {:?}: {e}",
+                        a.target.display(),
+                        a.file
+                    );
+                    ExitCode::from(EXIT_OPERATIONAL)
+                }
+            }
+        }
+        Command::Delete(a) => return ExitCode::from(delete_cmd(&a)),
         Command::Scrub(a) => {
             return match scrub(&a) {
                 Ok(code) => ExitCode::from(code),
@@ -402,4 +505,210 @@ fn scrub(a: &ScrubArgs) -> Result<u8, String> {
         hit.len()
     );
     Ok(code)
+}
+
+/// A storage's index (or why it cannot be read) and its file's extents.
+type Index = (Result<LumpMap, String>, Vec<minfs::format::Extent>);
+
+/// The storage's index, read-only, with the file's extents: `Ok((Err(why), _))` when the file
+/// holds no storage or its journal cannot be walked.
+fn read_index(target: &std::path::Path, file: &str) -> Result<Index, String> {
+    let fs = Filesystem::open(target, OpenMode::ReadOnly).map_err(|e| e.to_string())?;
+    let file = fs.open_file(file).map_err(|e| e.to_string())?;
+    let sector = u64::from(file.sector_size().max(1));
+    let capacity = file.size() / sector * sector;
+    let map = LumpMap::read(&file, 0, capacity)
+        .map_err(|e| format!("reading the storage's index: {e}"))?;
+    Ok((map, file.extents()))
+}
+
+fn lumps(a: &LumpsArgs) -> Result<u8, String> {
+    let name = format!("{}:{}", a.target.display(), a.file);
+    let (map, extents) = read_index(&a.target, &a.file)?;
+    let m = match map {
+        Ok(m) => m,
+        Err(why) => {
+            if a.json {
+                let v = serde_json::json!({
+                    "target": a.target.display().to_string(),
+                    "file": a.file,
+                    "index": { "read": false, "error": why },
+                });
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+                );
+            } else {
+                println!("{name}: the storage's index cannot be read: {why}");
+            }
+            return Ok(SCRUB_METADATA);
+        }
+    };
+    struct Row {
+        id: String,
+        region: &'static str,
+        start: u64,
+        len: u64,
+        dev: Vec<(u64, u64)>,
+    }
+    let rows: Vec<Row> = m
+        .lumps
+        .iter()
+        .map(|(id, p)| {
+            let (start, end) = p.range();
+            Row {
+                id: LumpId::new(*id).to_string(),
+                region: match p {
+                    Place::Data { .. } => "data",
+                    Place::Journal { .. } => "journal",
+                },
+                start,
+                len: end - start,
+                dev: lumpmap::device_ranges(&extents, start, end - start),
+            }
+        })
+        .collect();
+    let clean = matches!(m.journal, Inspection::Clean { .. });
+    if a.json {
+        let lumps: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|Row { id, region, start, len, dev }| {
+                serde_json::json!({
+                    "id": id,
+                    "region": region,
+                    "file_offset": start,
+                    "length": len,
+                    "device_ranges": dev.iter().map(|(o, l)| serde_json::json!({"offset": o, "length": l})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "target": a.target.display().to_string(),
+            "file": a.file,
+            "index": {
+                "read": true,
+                "journal_clean": clean,
+                "block_size": m.layout.block_size,
+            },
+            "lumps": lumps,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+        return Ok(EXIT_CLEAN);
+    }
+    println!(
+        "{name}: Cannyls storage, block size {}: {} lumps in its journal{}",
+        m.layout.block_size,
+        rows.len(),
+        if clean {
+            ""
+        } else {
+            " (its tail is torn: run `minfs-cannyls fsck`)"
+        }
+    );
+    for Row {
+        id,
+        region,
+        start,
+        len,
+        dev,
+    } in &rows
+    {
+        let dev: Vec<String> = dev.iter().map(|(o, l)| format!("{o}..{}", o + l)).collect();
+        println!(
+            "{id} {region:<7} file bytes {start}..{} ({len} bytes), device bytes {}",
+            start + len,
+            if dev.is_empty() {
+                "-".to_string()
+            } else {
+                dev.join(", ")
+            }
+        );
+    }
+    Ok(EXIT_CLEAN)
+}
+
+fn delete_cmd(a: &DeleteArgs) -> u8 {
+    let name = format!("{}:{}", a.target.display(), a.file);
+    let mut ids = a.lumps.clone();
+    ids.sort();
+    ids.dedup();
+    if !a.yes {
+        // Read-only: what would be deleted.
+        let map = match read_index(&a.target, &a.file) {
+            Ok((Ok(m), _)) => m,
+            Ok((Err(why), _)) => {
+                eprintln!(
+                    "minfs-cannyls: delete: {name}: the storage's index cannot be read: {why}"
+                );
+                return EXIT_OPERATIONAL;
+            }
+            Err(e) => {
+                eprintln!("minfs-cannyls: delete: {name}: {e}");
+                return EXIT_OPERATIONAL;
+            }
+        };
+        let absent: Vec<String> = ids
+            .iter()
+            .filter(|id| !map.lumps.contains_key(&id.as_u128()))
+            .map(|id| id.to_string())
+            .collect();
+        if !absent.is_empty() {
+            eprintln!(
+                "minfs-cannyls: delete: {name}: no such lump{}: {}; nothing would be deleted",
+                if absent.len() == 1 { "" } else { "s" },
+                absent.join(", ")
+            );
+            return DELETE_ABSENT;
+        }
+        for id in &ids {
+            let (s, e) = map.lumps[&id.as_u128()].range();
+            println!("{name}: would delete lump {id} ({} bytes)", e - s);
+        }
+        println!(
+            "{name}: nothing deleted (without --yes); stop whatever holds the target, then run \
+             again with --yes"
+        );
+        return EXIT_CLEAN;
+    }
+    match delete::delete_lumps(&a.target, &a.file, &ids) {
+        Ok(done) => {
+            for d in &done {
+                println!(
+                    "{name}: deleted lump {} ({} bytes)",
+                    d.id, d.approximate_size
+                );
+            }
+            println!(
+                "{name}: {} lump{} deleted, journal synced",
+                done.len(),
+                if done.len() == 1 { "" } else { "s" }
+            );
+            EXIT_CLEAN
+        }
+        Err(e @ DeleteError::Absent { .. }) => {
+            eprintln!("minfs-cannyls: delete: {e}");
+            DELETE_ABSENT
+        }
+        Err(DeleteError::Open(crate::Error::Minfs(e))) if e.is_in_use() => {
+            eprintln!(
+                "minfs-cannyls: delete: {e}; nothing deleted: stop the process that holds it \
+                 (e.g. `minfs umount`, stop FrugalOS) and run again"
+            );
+            EXIT_OPERATIONAL
+        }
+        Err(e @ DeleteError::Open(_)) => {
+            eprintln!("minfs-cannyls: delete: {e}; nothing deleted");
+            EXIT_OPERATIONAL
+        }
+        Err(e) => {
+            eprintln!(
+                "minfs-cannyls: delete: {e} (deletes made before it are durable only if the \
+                 storage synced them: check with `minfs-cannyls lumps`)"
+            );
+            EXIT_OPERATIONAL
+        }
+    }
 }

@@ -171,6 +171,7 @@ use trackable::track;
 pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 
 pub mod cli;
+pub mod delete;
 pub mod lumps;
 pub mod recovery;
 

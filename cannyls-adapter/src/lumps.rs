@@ -38,7 +38,8 @@ pub enum Place {
 }
 
 impl Place {
-    fn range(&self) -> (u64, u64) {
+    /// `(start, end)`: the lump's bytes in the file.
+    pub fn range(&self) -> (u64, u64) {
         match *self {
             Place::Data { start, len } | Place::Journal { start, len } => (start, start + len),
         }
@@ -224,5 +225,51 @@ impl LumpMap {
             })
             .map(|(id, _)| LumpId::new(*id))
             .collect()
+    }
+}
+
+/// Where the file bytes `[offset, offset + len)` lie on the device, given the file's extents
+/// in file order ([`FileHandle::extents`]): `(device offset, length)` pieces, in file order.
+/// Bytes past the file's last extent are left out.
+pub fn device_ranges(extents: &[minfs::format::Extent], offset: u64, len: u64) -> Vec<(u64, u64)> {
+    let end = offset.saturating_add(len);
+    let mut out = Vec::new();
+    let mut file_at = 0u64;
+    for e in extents {
+        let (a, b) = (file_at, file_at + e.byte_len());
+        file_at = b;
+        if b <= offset {
+            continue;
+        }
+        if a >= end {
+            break;
+        }
+        let from = offset.max(a);
+        let to = end.min(b);
+        out.push((e.byte_offset() + (from - a), to - from));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use minfs::format::Extent;
+
+    #[test]
+    fn device_ranges_follow_the_extents_in_file_order() {
+        // Blocks of 4096: file bytes 0..8192 at block 10, 8192..20480 at block 3.
+        let ex = [Extent { start: 10, len: 2 }, Extent { start: 3, len: 3 }];
+        assert_eq!(device_ranges(&ex, 0, 512), vec![(40960, 512)]);
+        assert_eq!(
+            device_ranges(&ex, 8000, 400),
+            vec![(40960 + 8000, 192), (3 * 4096, 208)]
+        );
+        assert_eq!(device_ranges(&ex, 8192, 4096), vec![(3 * 4096, 4096)]);
+        assert!(device_ranges(&ex, 20480, 512).is_empty());
+        assert_eq!(
+            device_ranges(&ex, 20000, 1000),
+            vec![(3 * 4096 + 11808, 480)]
+        );
     }
 }

@@ -99,8 +99,15 @@ impl Layout {
         self.journal_size - u64::from(self.block_size)
     }
 
-    /// Decodes a storage header from its first bytes: `None` when they are not a Cannyls 0.10
-    /// storage header (no `lusf` magic, another version, or sizes that do not fit `capacity`).
+    /// Decodes a storage header from its first bytes: `Err(why)` when they are not a Cannyls
+    /// 0.10 storage header (no `lusf` magic, another version, or a storage header and journal
+    /// region that do not fit `capacity`).
+    ///
+    /// The data region may end past `capacity`: Cannyls' own `FileNvm` (what FrugalOS' file
+    /// devices are) creates an empty file and lets the storage's writes extend it, so such a
+    /// file — e.g. one on `minfs mount` — is shorter than its storage until the data region's
+    /// last block has been written. Bytes past the end were never written, so no lump lies
+    /// there.
     pub fn decode(bytes: &[u8], capacity: u64) -> Result<Layout, String> {
         if bytes.len() < FULL_HEADER_SIZE as usize || &bytes[..4] != MAGIC {
             return Err("no Cannyls storage header (magic \"lusf\" missing)".into());
@@ -120,17 +127,15 @@ impl Layout {
         let (journal_size, data_size) = (u64_at(28), u64_at(36));
         let bs = u64::from(block_size);
         let journal_start = FULL_HEADER_SIZE.div_ceil(bs) * bs;
+        let journal_end = journal_start.checked_add(journal_size);
         let fits = journal_size > bs
             && journal_size % bs == 0
-            && journal_start
-                .checked_add(journal_size)
-                .and_then(|e| e.checked_add(data_size))
-                .is_some_and(|end| end <= capacity);
+            && journal_end.is_some_and(|end| end <= capacity)
+            && journal_end.and_then(|e| e.checked_add(data_size)).is_some();
         if !fits {
             return Err(format!(
-                "storage header: journal region of {journal_size} bytes and data region of \
-                 {data_size} bytes at block size {block_size} do not fit the memory's {capacity} \
-                 bytes"
+                "storage header: a journal region of {journal_size} bytes (data region {data_size} \
+                 bytes) at block size {block_size} does not fit the memory's {capacity} bytes"
             ));
         }
         Ok(Layout {
