@@ -320,22 +320,8 @@ fn plan(dev: &dyn BlockDevice, target: &str, opts: &Options) -> Result<Option<Ve
             });
         };
         let mut segs = Vec::new();
-        let mut file_offset = 0;
-        for e in &f.extents {
-            segs.push(Segment {
-                offset: e.byte_offset(),
-                len: e.byte_len(),
-                owner: SegOwner::File {
-                    name: f.name.clone(),
-                    file_offset,
-                    size: f.size,
-                },
-            });
-            file_offset += e.byte_len();
-        }
-        segs.retain(|s| s.len > 0);
-        segs.sort_by_key(|s| s.offset);
-        return Ok(Some(segs));
+        push_file_segments(&mut segs, f);
+        return Ok(Some(in_device_order(segs)));
     }
     let mut segs = vec![
         Segment {
@@ -367,23 +353,33 @@ fn plan(dev: &dyn BlockDevice, target: &str, opts: &Options) -> Result<Option<Ve
         }
     }
     for f in &act.files {
-        let mut file_offset = 0;
-        for e in &f.extents {
-            segs.push(Segment {
-                offset: e.byte_offset(),
-                len: e.byte_len(),
-                owner: SegOwner::File {
-                    name: f.name.clone(),
-                    file_offset,
-                    size: f.size,
-                },
-            });
-            file_offset += e.byte_len();
-        }
+        push_file_segments(&mut segs, f);
     }
+    Ok(Some(in_device_order(segs)))
+}
+
+/// Each extent of `f` as a segment it owns, with the extent's offset within the file.
+fn push_file_segments(segs: &mut Vec<Segment>, f: &crate::format::FileEntry) {
+    let mut file_offset = 0;
+    for e in &f.extents {
+        segs.push(Segment {
+            offset: e.byte_offset(),
+            len: e.byte_len(),
+            owner: SegOwner::File {
+                name: f.name.clone(),
+                file_offset,
+                size: f.size,
+            },
+        });
+        file_offset += e.byte_len();
+    }
+}
+
+/// `segs` without empty segments, in device order.
+fn in_device_order(mut segs: Vec<Segment>) -> Vec<Segment> {
     segs.retain(|s| s.len > 0);
     segs.sort_by_key(|s| s.offset);
-    Ok(Some(segs))
+    segs
 }
 
 /// Scrubs the filesystem on `path`, opened read-only without a lock (see the module docs).
