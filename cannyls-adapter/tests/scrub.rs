@@ -32,6 +32,21 @@ fn find(dev: &FaultDevice, needle: &[u8]) -> u64 {
         .expect("the lump's bytes are on the device") as u64
 }
 
+/// `minfs scrub --file lusf` of `dev`, run to its end.
+fn scrub_lusf(dev: &FaultDevice) -> scrub::Report {
+    scrub::scrub_device(
+        dev,
+        "fault",
+        &Options {
+            file: Some("lusf".into()),
+            ..Options::default()
+        },
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_bad_sector_under_a_lump_is_named_with_that_lump() {
     let dev = Arc::new(FaultDevice::new(64 << 20, 512, 4096));
@@ -101,17 +116,7 @@ fn a_bad_sector_under_a_lump_is_named_with_that_lump() {
     let emb = find(&dev, &bytes_of(101, 200));
     dev.make_unreadable(emb / 512 * 512, 512);
 
-    let r = scrub::scrub_device(
-        dev.as_ref(),
-        "fault",
-        &Options {
-            file: Some("lusf".into()),
-            ..Options::default()
-        },
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = scrub_lusf(&dev);
     assert_eq!(r.bad.len(), 2, "{:?}", r.bad);
     let named: Vec<(Vec<Region>, Vec<LumpId>)> = r
         .bad
@@ -179,17 +184,7 @@ fn a_bad_sector_under_a_lump_is_named_with_that_lump() {
         &bytes_of(13, 40_000)[..]
     );
     drop(storage);
-    let again = scrub::scrub_device(
-        dev.as_ref(),
-        "fault",
-        &Options {
-            file: Some("lusf".into()),
-            ..Options::default()
-        },
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let again = scrub_lusf(&dev);
     let map = LumpMap::read(&file, 0, file.size()).unwrap().unwrap();
     assert_eq!(map.lumps.len(), 21);
     for b in &again.bad {
@@ -205,17 +200,7 @@ fn a_bad_sector_under_a_lump_is_named_with_that_lump() {
         )
         .unwrap();
     }
-    let clean = scrub::scrub_device(
-        dev.as_ref(),
-        "fault",
-        &Options {
-            file: Some("lusf".into()),
-            ..Options::default()
-        },
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let clean = scrub_lusf(&dev);
     assert!(clean.bad.is_empty());
 }
 
