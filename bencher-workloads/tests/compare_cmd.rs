@@ -86,20 +86,6 @@ fn fuse_missing() -> bool {
     true
 }
 
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for e in fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files.extend(walk(&p));
-        } else {
-            files.push(p);
-        }
-    }
-    files
-}
-
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -176,7 +162,7 @@ fn interrupt_after_a_round(signal: &str, group: bool) {
     let images: Vec<_> = fs::read_dir(&work).unwrap().flatten().collect();
     assert!(images.is_empty(), "image not removed: {images:?}");
     // No partial or empty file; round 2, cut short, dropped whole.
-    for f in walk(&out_dir) {
+    for f in testutil::files_under(&out_dir) {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         assert!(!name.ends_with(".partial"), "left: {}", f.display());
         assert!(

@@ -534,7 +534,7 @@ fn assert_interrupted_and_clean(
 
 /// No JSON file under `dir` is empty or does not parse, and no temporary one is left.
 fn assert_no_empty_json(dir: &Path) {
-    for entry in walk(dir) {
+    for entry in testutil::files_under(dir) {
         let name = entry.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
             !name.ends_with(".partial") && !name.ends_with(".tmp"),
@@ -550,20 +550,6 @@ fn assert_no_empty_json(dir: &Path) {
             );
         }
     }
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for e in fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files.extend(walk(&p));
-        } else {
-            files.push(p);
-        }
-    }
-    files
 }
 
 #[test]

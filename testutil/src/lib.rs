@@ -245,6 +245,21 @@ pub fn mappings(pid: &str) -> io::Result<Vec<Mapping>> {
     Ok(out)
 }
 
+/// Every file under `dir`, in no particular order (panics if a directory cannot be read: for
+/// tests).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(files_under(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
