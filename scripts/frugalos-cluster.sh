@@ -618,6 +618,21 @@ new_object() { # NAME SIZE
   head -c "$2" /dev/urandom >"$work/objects/$1"
 }
 random_size() { shuf -i 300000-5000000 -n 1; }
+# put_objects: $nobjects objects per bucket (sizes 0, 1, 300000, 5000000, then random), each PUT
+# through the nodes in turn; the live list restarted with them, the deleted list empty.
+put_objects() {
+  local b j s o
+  : >"$work/live"
+  : >"$work/deleted"
+  for b in repl ec; do
+    for ((j = 1; j <= nobjects; j++)); do
+      case $j in 1) s=0 ;; 2) s=1 ;; 3) s=300000 ;; 4) s=5000000 ;; *) s=$(random_size) ;; esac
+      o=$b-$(printf '%02d' "$j")
+      new_object "$o" "$s"
+      put_object $(((j - 1) % nodes)) "$b" "$o" && echo "$b $o" >>"$work/live"
+    done
+  done
+}
 
 # --- The timed phase ----------------------------------------------------------------------------
 
@@ -729,16 +744,7 @@ if [ "$scrub_repair" = 1 ]; then
   step_t=$SECONDS
   step() { say "=== [${SECONDS} s, the last step took $((SECONDS - step_t)) s] $*"; step_t=$SECONDS; }
   step "step 1: PUT $nobjects objects per bucket, GET each through every node"
-  : >"$work/live"
-  : >"$work/deleted"
-  for b in repl ec; do
-    for ((j = 1; j <= nobjects; j++)); do
-      case $j in 1) s=0 ;; 2) s=1 ;; 3) s=300000 ;; 4) s=5000000 ;; *) s=$(random_size) ;; esac
-      o=$b-$(printf '%02d' "$j")
-      new_object "$o" "$s"
-      put_object $(((j - 1) % nodes)) "$b" "$o" && echo "$b $o" >>"$work/live"
-    done
-  done
+  put_objects
   # The object whose fragment gets the bad sector: larger than any other, so that its fragment
   # (half of it) is the largest content lump on every node: object versions are numbered per
   # segment, and which segment (and Raft member, whose local id is in the lump id) holds an
@@ -854,16 +860,7 @@ for k in $(disks); do make_disk "$k"; done
 form_cluster "$fs"
 
 say "=== [${SECONDS} s] step 1: PUT $nobjects objects per bucket, GET each through every node"
-: >"$work/live"
-: >"$work/deleted"
-for b in repl ec; do
-  for ((j = 1; j <= nobjects; j++)); do
-    case $j in 1) s=0 ;; 2) s=1 ;; 3) s=300000 ;; 4) s=5000000 ;; *) s=$(random_size) ;; esac
-    o=$b-$(printf '%02d' "$j")
-    new_object "$o" "$s"
-    put_object $(((j - 1) % nodes)) "$b" "$o" && echo "$b $o" >>"$work/live"
-  done
-done
+put_objects
 check_all 0 1 2
 say "ec objects with 3 fragments found, 0 lost (HEAD .../fragments): $(fragments 0) of $(live_count ec)"
 usage
