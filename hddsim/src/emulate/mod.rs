@@ -6,7 +6,8 @@
 //! `Drive::submit(request_i, start_i)`; it is *queued* (NCQ) when it arrived while the
 //! previous one was still in service. Because the drive serves in arrival order, a request's
 //! completion time is known the moment it arrives; the FUSE server ([`server`]) then moves
-//! its data to or from the backing image and replies at that time.
+//! its data to or from the backing image and replies at that time. A request arrives when
+//! the server's handler takes it, before any copy of its data ([`DriveQueue::submit_arrived`]).
 //!
 //! Two clocks ([`Clock`]): `real` — the model's clock is CLOCK_MONOTONIC since the mount,
 //! replies wait for their modelled completion; `virtual` — a request arrives when the
@@ -100,6 +101,8 @@ pub struct DriveQueue {
     clock: Clock,
     t0: Instant,
     last_end: f64,
+    /// The previous request's arrival (model clock).
+    last_arrival: f64,
     seq: u64,
     stats: RequestStats,
     log: Option<BufWriter<File>>,
@@ -118,6 +121,7 @@ impl DriveQueue {
             clock,
             t0: Instant::now(),
             last_end: 0.0,
+            last_arrival: 0.0,
             seq: 0,
             stats: RequestStats::default(),
             log,
@@ -141,23 +145,52 @@ impl DriveQueue {
 
     /// Takes a request (512-byte sectors) as it arrives now and returns its modelled times.
     pub fn submit(&mut self, op: ReqOp, sector: u64, sectors: u64) -> Scheduled {
-        self.submit_with(op, sector, sectors, 0.0)
+        self.submit_with(op, sector, sectors, 0.0, Instant::now())
+    }
+
+    /// [`DriveQueue::submit`] for a request that arrived at `arrived` (the moment the server
+    /// took it, before it copied its data): in real time the drive starts it from then, not
+    /// from when the server got round to submitting it. An `arrived` before the previous
+    /// request's arrival counts as that arrival (the drive takes requests in order).
+    pub fn submit_arrived(
+        &mut self,
+        op: ReqOp,
+        sector: u64,
+        sectors: u64,
+        arrived: Instant,
+    ) -> Scheduled {
+        self.submit_with(op, sector, sectors, 0.0, arrived)
     }
 
     /// A read that touches an unreadable sector ([`latent`]): the drive serves it as any read
     /// (seek, rotation, transfer), then keeps retrying for `recovery_ns` before it reports
     /// the error, busy all the while.
-    pub fn submit_failed_read(&mut self, sector: u64, sectors: u64, recovery_ns: f64) -> Scheduled {
+    pub fn submit_failed_read(
+        &mut self,
+        sector: u64,
+        sectors: u64,
+        recovery_ns: f64,
+        arrived: Instant,
+    ) -> Scheduled {
         self.stats.read_errors += 1;
-        self.submit_with(ReqOp::Read, sector, sectors, recovery_ns.max(0.0))
+        self.submit_with(ReqOp::Read, sector, sectors, recovery_ns.max(0.0), arrived)
     }
 
     /// [`DriveQueue::submit`], the request taking `extra_ns` longer than the model says.
-    fn submit_with(&mut self, op: ReqOp, sector: u64, sectors: u64, extra_ns: f64) -> Scheduled {
+    fn submit_with(
+        &mut self,
+        op: ReqOp,
+        sector: u64,
+        sectors: u64,
+        extra_ns: f64,
+        arrived: Instant,
+    ) -> Scheduled {
         let arrival = match self.clock {
-            Clock::Real => self.t0.elapsed().as_nanos() as f64,
+            Clock::Real => (arrived.saturating_duration_since(self.t0).as_nanos() as f64)
+                .max(self.last_arrival),
             Clock::Virtual => self.last_end,
         };
+        self.last_arrival = arrival;
         let start = arrival.max(self.last_end);
         let queued = arrival < self.last_end;
         let req = DriveRequest {
@@ -336,7 +369,7 @@ mod tests {
         let mut q = DriveQueue::new(&profile(), Clock::Virtual, None).unwrap();
         let mut r = DriveQueue::new(&profile(), Clock::Virtual, None).unwrap();
         let ok = q.submit(ReqOp::Read, 5000, 8);
-        let failed = r.submit_failed_read(5000, 8, 7e9);
+        let failed = r.submit_failed_read(5000, 8, 7e9, Instant::now());
         assert_eq!(failed.end, ok.end + 7e9);
         let next = r.submit(ReqOp::Read, 6000, 8);
         assert_eq!(next.start, failed.end);
@@ -358,5 +391,30 @@ mod tests {
         let s = q.submit(ReqOp::Read, 500_000_000, 8); // a miss in between
                                                        // At most a full-stroke seek, a revolution and the overhead.
         assert!(s.service_ns() < 30e6, "{} ms", s.service_ns() / 1e6);
+    }
+
+    /// Regression (`emulated_write_arrival_after_its_data_copy`): the server stamped a
+    /// request's arrival when it submitted it, after copying a write's data and waiting for
+    /// write-behind room (2.1 ms median for a 1 MiB write, traced with FUSE's
+    /// `fuse_request_send`), so the modelled drive idled — destaging, reading ahead — while
+    /// the host copied. The arrival is now the moment the handler took the request; later
+    /// requests never arrive before earlier ones.
+    #[test]
+    fn emulated_write_arrival_after_its_data_copy() {
+        let mut q = DriveQueue::new(&profile(), Clock::Real, None).unwrap();
+        let arrived = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let at = arrived.duration_since(q.origin()).as_nanos() as f64;
+        let s = q.submit_arrived(ReqOp::Write, 0, 2048, arrived);
+        assert_eq!(
+            s.arrival, at,
+            "the arrival is the handler's, not the submit's"
+        );
+        assert_eq!(s.start, at);
+        // A request stamped before the previous one's arrival arrives with it, not earlier.
+        let late = q.submit_arrived(ReqOp::Read, 1 << 20, 8, arrived);
+        assert_eq!(late.arrival, s.arrival);
+        assert_eq!(late.start, s.end);
+        assert!(late.queued);
     }
 }

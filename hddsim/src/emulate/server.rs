@@ -447,17 +447,25 @@ impl EmulatorFs {
 
     /// Takes a request into the drive's queue and hands `work` (the backing I/O and the
     /// reply) to a worker, which runs it and replies at the modelled completion.
-    fn dispatch<F>(&self, op: ReqOp, sector: u64, sectors: u64, work: F)
+    fn dispatch<F>(&self, op: ReqOp, sector: u64, sectors: u64, arrived: Instant, work: F)
     where
         F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
     {
-        self.dispatch_with(op, sector, sectors, false, work)
+        self.dispatch_with(op, sector, sectors, false, arrived, work)
     }
 
     /// [`EmulatorFs::dispatch`]; with `failed_read`, a read that fails after the error
-    /// recovery time ([`DriveQueue::submit_failed_read`]).
-    fn dispatch_with<F>(&self, op: ReqOp, sector: u64, sectors: u64, failed_read: bool, work: F)
-    where
+    /// recovery time ([`DriveQueue::submit_failed_read`]). `arrived`: when the handler took
+    /// the request, before any copy of its data (the request's arrival at the drive).
+    fn dispatch_with<F>(
+        &self,
+        op: ReqOp,
+        sector: u64,
+        sectors: u64,
+        failed_read: bool,
+        arrived: Instant,
+        work: F,
+    ) where
         F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
     {
         let sh = Arc::clone(&self.shared);
@@ -467,9 +475,9 @@ impl EmulatorFs {
             let mut q = sh.queue.lock().unwrap_or_else(|e| e.into_inner());
             if failed_read {
                 let ns = sh.recovery_ns.load(Ordering::Relaxed) as f64;
-                q.submit_failed_read(sector, sectors, ns)
+                q.submit_failed_read(sector, sectors, ns, arrived)
             } else {
-                q.submit(op, sector, sectors)
+                q.submit_arrived(op, sector, sectors, arrived)
             }
         };
         let (origin, clock) = (self.origin, self.clock);
@@ -661,6 +669,7 @@ impl fuser::Filesystem for EmulatorFs {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
+        let arrived = Instant::now();
         let Ok(offset) = u64::try_from(offset) else {
             return reply.error(libc::EINVAL);
         };
@@ -693,12 +702,17 @@ impl fuser::Filesystem for EmulatorFs {
             .first_in(a / 512, (b - a) / 512);
         if unreadable.is_some() {
             // An unrecovered read error: EIO once the drive has given up.
-            return self.dispatch_with(ReqOp::Read, a / 512, (b - a) / 512, true, move |_| {
-                Box::new(move || reply.error(libc::EIO))
-            });
+            return self.dispatch_with(
+                ReqOp::Read,
+                a / 512,
+                (b - a) / 512,
+                true,
+                arrived,
+                move |_| Box::new(move || reply.error(libc::EIO)),
+            );
         }
         let epoch = self.write_epoch();
-        self.dispatch(ReqOp::Read, a / 512, (b - a) / 512, move |sh| {
+        self.dispatch(ReqOp::Read, a / 512, (b - a) / 512, arrived, move |sh| {
             sh.wait_pending(epoch, a, b);
             let mut buf = AlignedBuf::zeroed((b - a) as usize, 4096);
             let res = sh.backing.read_exact_at(&mut buf, a);
@@ -724,6 +738,9 @@ impl fuser::Filesystem for EmulatorFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
+        // The request's arrival: before the copy of its data below, which a drive would
+        // overlap with its own transfer.
+        let arrived = Instant::now();
         if ino != DISK {
             return reply.error(libc::EBADF);
         }
@@ -771,12 +788,13 @@ impl fuser::Filesystem for EmulatorFs {
         }));
         // Acknowledged at the modelled completion, as a drive acknowledges a write in its
         // cache; a failed backing write fails the next flush.
-        self.dispatch(ReqOp::Write, offset / 512, len / 512, move |_| {
+        self.dispatch(ReqOp::Write, offset / 512, len / 512, arrived, move |_| {
             Box::new(move || reply.written(len as u32))
         });
     }
 
     fn fsync(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
+        let arrived = Instant::now();
         if ino != DISK {
             return reply.ok();
         }
@@ -785,7 +803,7 @@ impl fuser::Filesystem for EmulatorFs {
         }
         self.log_accepted(0, None);
         let epoch = self.write_epoch();
-        self.dispatch(ReqOp::Flush, 0, 0, move |sh| {
+        self.dispatch(ReqOp::Flush, 0, 0, arrived, move |sh| {
             sh.wait_pending(epoch, 0, u64::MAX);
             let res = if sh.sync_backing {
                 sh.backing.sync_data()
