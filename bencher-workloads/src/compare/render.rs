@@ -878,7 +878,7 @@ fn method_line(judged: &Judgements, base: &str) -> String {
              e-value, valid however the rounds are stopped; each at {:.2} %, so that all {} \
              planned comparisons hold together at 95 %: Bonferroni; at least {} rounds to bound \
              one). Each comparison ran until decided or until {budget} could fit no further \
-             round: within ±5 %: the interval lies inside 0.952–1.05; else slower or faster: \
+             round of it: within ±5 %: the interval lies inside 0.952–1.05; else slower or faster: \
              it lies above or below 1; else undecided within the budget. The sequence assumes \
              independent rounds of a normal shape, checked on noise measured here. Method and \
              sources: `bencher-workloads/src/compare/sequential.rs`.",

@@ -155,8 +155,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N", conflicts_with = "budget")]
     pub runs: Option<String>,
     /// The wall time the rounds may take (e.g. 15m, 90s, 1h; default 15m): each round runs
-    /// minfs and only the targets whose comparison with it is still undecided; the runs end
-    /// when every comparison is decided or the next round would not fit.
+    /// minfs and only the targets whose comparison with it is still undecided; a round the
+    /// budget left cannot hold whole runs the comparisons that still fit (each workload with
+    /// its minfs run); the runs end when every comparison is decided or no run of one fits.
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
     /// With a budget: at most N rounds.
@@ -1396,7 +1397,7 @@ impl Runner<'_> {
                     .flat_map(|(wi, ts)| ts.iter().map(|t| (workloads[*wi].clone(), t.to_string())))
                     .collect()
             };
-            let plan = plan_of(&active);
+            let mut plan = plan_of(&active);
             match (fixed, budget) {
                 (Some(n), _) if next > n as usize => break,
                 (None, Some(b)) => {
@@ -1408,18 +1409,47 @@ impl Runner<'_> {
                         say(&format!("--max-rounds {} reached", self.o.max_rounds));
                         break;
                     }
-                    let est =
-                        timings.estimate_all(plan.iter().map(|(w, t)| (w.as_str(), t.as_str())));
-                    if let Some(est) = est {
-                        if started.elapsed() + est > b {
-                            say(&format!(
-                                "the budget ({}) cannot fit round {next} (about {}; {} spent)",
-                                plan::human(b),
-                                plan::human(est),
-                                plan::human(started.elapsed())
-                            ));
-                            break;
-                        }
+                    // The round's runs that fit the budget left: all of them, or (the last
+                    // round) the comparisons that still fit, each workload with its baseline.
+                    // Which comparisons get another round may depend on anything seen so far
+                    // without harming the confidence sequences (compare::sequential).
+                    let left = b.saturating_sub(started.elapsed());
+                    let fitted = plan::fit_round(
+                        &active,
+                        &base_name,
+                        |wi, t| timings.estimate(&workloads[wi], t),
+                        left,
+                    );
+                    let est = timings
+                        .estimate_all(plan.iter().map(|(w, t)| (w.as_str(), t.as_str())))
+                        .unwrap_or_default();
+                    if fitted.is_empty() {
+                        say(&format!(
+                            "the budget ({}) cannot fit another run of round {next} (the round: \
+                             about {}; {} spent)",
+                            plan::human(b),
+                            plan::human(est),
+                            plan::human(started.elapsed())
+                        ));
+                        break;
+                    }
+                    if fitted != active {
+                        let part = plan_of(&fitted);
+                        say(&format!(
+                            "the budget ({}) fits part of round {next} ({} of its {} runs; the \
+                             round: about {}; {} spent): {}",
+                            plan::human(b),
+                            part.len(),
+                            plan.len(),
+                            plan::human(est),
+                            plan::human(started.elapsed()),
+                            fitted
+                                .iter()
+                                .map(|(wi, ts)| format!("{} {}", workloads[*wi], ts.join(",")))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ));
+                        plan = part;
                     }
                 }
                 _ => {}
