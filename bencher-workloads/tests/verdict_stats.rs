@@ -9,7 +9,9 @@
 //!
 //! - equal targets are called slower or faster in at most 5 % of simulated reports, on the
 //!   noise of the emulated drive and of the loop device;
-//! - a 15 % difference is decided (slower) within those rounds in at least 90 % of reports;
+//! - a 15 % difference is decided (slower) within those rounds in at least 90 % of reports on
+//!   the emulated drive's noise (the default device; on the loop device's, far noisier per
+//!   round, it is not: an ignored test says how often it is);
 //! - without the correction — a fixed-count interval looked at after every round, stopping
 //!   when it excludes 1 — equal targets are called different in more than 5 % of reports.
 //!
@@ -19,10 +21,13 @@
 //!
 //! A comparison's per-round log-ratios are drawn, with replacement, from residuals of runs on
 //! this machine — the default's own three runs on the emulated drive
-//! (`tests/data/noise-emulated.json`), the pilots on the loop device
-//! (`tests/data/noise-loop.json`): per comparison, each round's log-ratio minus the
-//! comparison's mean — so the noise has the machine's shape, heavy tails included, and not a
-//! normal law's.
+//! (`tests/data/noise-emulated.json`), the default's budget on the loop device
+//! (`tests/data/noise-loop-budget.json`, `--device loop`) and, for the fixed-count case, the
+//! pilots on the loop device (`tests/data/noise-loop.json`): per comparison, each round's
+//! log-ratio minus the comparison's mean — so the noise has the machine's shape, heavy tails
+//! included, and not a normal law's. A budget run is simulated with the rounds the default
+//! budget gave on that device: [`defaults::ROUNDS_IN_BUDGET`] on the emulated drive,
+//! [`LOOP_ROUNDS_IN_BUDGET`] on the loop device.
 
 use bencher_workloads::compare::defaults;
 use bencher_workloads::compare::sequential;
@@ -227,10 +232,18 @@ fn budget_run(
 
 const BUDGET_TRIALS: usize = 1000;
 
+/// The rounds the default budget gave an undecided comparison on the loop device (`--device
+/// loop`, results/2026-11-27-vm-loop-budget: 22; its runs are far shorter than the emulated
+/// drive's).
+const LOOP_ROUNDS_IN_BUDGET: usize = 22;
+
+/// A device's budget run: its noise file and the rounds the default budget gives there.
+const EMULATED: (&str, usize) = ("noise-emulated.json", defaults::ROUNDS_IN_BUDGET);
+const LOOP: (&str, usize) = ("noise-loop-budget.json", LOOP_ROUNDS_IN_BUDGET);
+
 /// The share of simulated budget runs of equal targets that call any slower or faster.
-fn false_calls(file: &str, rule: Rule, seed: u64) -> f64 {
+fn false_calls((file, rounds): (&str, usize), rule: Rule, seed: u64) -> f64 {
     let m = defaults::comparisons();
-    let rounds = defaults::ROUNDS_IN_BUDGET;
     let noise = symmetric(noise(file));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let wrong = (0..BUDGET_TRIALS)
@@ -255,13 +268,13 @@ fn five_percent(trials: usize) -> f64 {
 
 #[test]
 fn budget_runs_call_equal_targets_different_in_at_most_5_percent_emulated() {
-    let share = false_calls("noise-emulated.json", Rule::Sequence, 11);
+    let share = false_calls(EMULATED, Rule::Sequence, 11);
     assert!(share <= five_percent(BUDGET_TRIALS), "{share}");
 }
 
 #[test]
 fn budget_runs_call_equal_targets_different_in_at_most_5_percent_loop() {
-    let share = false_calls("noise-loop.json", Rule::Sequence, 12);
+    let share = false_calls(LOOP, Rule::Sequence, 12);
     assert!(share <= five_percent(BUDGET_TRIALS), "{share}");
 }
 
@@ -269,60 +282,67 @@ fn budget_runs_call_equal_targets_different_in_at_most_5_percent_loop() {
 fn peeking_at_a_fixed_count_interval_calls_equal_targets_different_too_often() {
     // The correction matters: the same runs judged by an interval that assumes its number of
     // rounds was fixed in advance.
-    let share = false_calls("noise-emulated.json", Rule::Peeking, 13).max(false_calls(
-        "noise-loop.json",
-        Rule::Peeking,
-        14,
-    ));
+    let share = false_calls(EMULATED, Rule::Peeking, 13).max(false_calls(LOOP, Rule::Peeking, 14));
     assert!(share > five_percent(BUDGET_TRIALS), "{share}");
 }
 
-/// The issue's target for the default (issue 36), not met by the defaults of 2026-11-27: on
-/// the noise of the default's three quiet runs on the emulated drive a 15 % difference is
-/// decided within the default budget's rounds in about four fifths of the simulated runs (822
-/// of 1,000 at 6 rounds; 251 on the loop device's noise). What keeps the rest undecided are the
-/// noisiest comparisons: rand-oldest-1m (2–7 % per round) and ext4 at block size 512 on
-/// seq-256k and seq-4m (a level that jumps by 10–13 % in some rounds: 2–6 %), which need 8 to
-/// 28 rounds. Run with `--ignored` to see the figures.
-#[test]
-#[ignore = "not met by the current defaults (four fifths at the default budget's rounds); \
-            docs/COMPARISON.md, issue 36"]
-fn a_15_percent_difference_is_decided_within_the_default_budget() {
+/// The share of simulated budget runs on `(file, rounds)` that decide a 15 % difference
+/// (slower), and the median round it was decided at.
+fn fifteen_percent((file, rounds): (&str, usize), seed: u64) -> (f64, usize) {
     let m = defaults::comparisons();
-    let rounds = defaults::ROUNDS_IN_BUDGET;
-    let mut short = Vec::new();
-    for (file, seed) in [("noise-emulated.json", 21), ("noise-loop.json", 22)] {
-        let noise = noise(file);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut found = 0;
-        let mut at = Vec::new();
-        for _ in 0..BUDGET_TRIALS {
-            let r = budget_run(&mut rng, &noise, m, rounds, Rule::Sequence, |i| {
-                if i == 0 {
-                    1.15f64.ln()
-                } else {
-                    0.0
-                }
-            });
-            if r[0].0 == Judgement::Slower {
-                found += 1;
-                at.push(r[0].1);
+    let noise = noise(file);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut at = Vec::new();
+    for _ in 0..BUDGET_TRIALS {
+        let r = budget_run(&mut rng, &noise, m, rounds, Rule::Sequence, |i| {
+            if i == 0 {
+                1.15f64.ln()
+            } else {
+                0.0
             }
-        }
-        at.sort_unstable();
-        eprintln!(
-            "{file}: a 15 % difference decided slower in {found} of {BUDGET_TRIALS} budget runs \
-             (median round {}, at most {rounds})",
-            at.get(at.len() / 2).copied().unwrap_or(0)
-        );
-        if (found as f64) < 0.9 * BUDGET_TRIALS as f64 {
-            short.push(format!(
-                "{file}: a 15 % difference decided in {found} of {BUDGET_TRIALS} ({m} \
-                 comparisons, at most {rounds} rounds)"
-            ));
+        });
+        if r[0].0 == Judgement::Slower {
+            at.push(r[0].1);
         }
     }
-    assert!(short.is_empty(), "{short:?}");
+    at.sort_unstable();
+    let median = at.get(at.len() / 2).copied().unwrap_or(0);
+    eprintln!(
+        "{file}: a 15 % difference decided slower in {} of {BUDGET_TRIALS} budget runs \
+         (median round {median}, at most {rounds}, {m} comparisons)",
+        at.len()
+    );
+    (at.len() as f64 / BUDGET_TRIALS as f64, median)
+}
+
+/// The issue's target for the default (issue 36): on the noise of the default's runs on the
+/// emulated drive (the default device), a 15 % difference is decided within the rounds the
+/// default budget gives in at least 90 % of simulated runs. Not met by the defaults of
+/// 2026-11-27 (after the emulator's arrival fix and with partial last rounds): 844 of 1,000
+/// at 7 rounds (median round 4). What keeps the rest undecided are the noisiest comparisons
+/// (14 of the 72 measured): rand-oldest-1m against ext4 and XFS at 512 (5–8 % per round: some
+/// emulated runs 15–25 % faster than their own trace replayed) and ext4 at 512 on seq-256k
+/// and seq-4m (a level that jumps by 10–15 % in some rounds: about 5 %). Run with `--ignored`
+/// to see the figure.
+#[test]
+#[ignore = "not met by the current defaults (844 of 1,000 at the default budget's 7 rounds); \
+            docs/COMPARISON.md, issue 36"]
+fn a_15_percent_difference_is_decided_within_the_default_budget() {
+    let (share, _) = fifteen_percent(EMULATED, 21);
+    assert!(share >= 0.9, "{share}");
+}
+
+/// The same aim on the loop device (`--device loop`, the same budget): not met. Its rounds are
+/// short and their noise is large (a sd of 8–22 % per round at the default's scales,
+/// results/2026-11-27-vm-loop-budget), so a 15 % difference is decided in the 22 rounds the
+/// budget gives in about half of the simulated runs (515 of 1,000, median round 15). Run with
+/// `--ignored` to see the figure.
+#[test]
+#[ignore = "not met on the loop device: its per-round noise at the default's scales is 8-22 %; \
+            docs/COMPARISON.md, issue 36"]
+fn a_15_percent_difference_is_decided_within_the_default_budget_on_the_loop_device() {
+    let (share, _) = fifteen_percent(LOOP, 22);
+    assert!(share >= 0.9, "{share}");
 }
 
 #[test]
