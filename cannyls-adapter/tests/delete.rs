@@ -5,7 +5,8 @@
 
 use assert_cmd::Command;
 use cannyls::lump::{LumpData, LumpId};
-use cannyls::storage::StorageBuilder;
+use cannyls::nvm::NonVolatileMemory;
+use cannyls::storage::{Storage, StorageBuilder};
 use cannyls_adapter::MinfsNvm;
 use minfs::{Filesystem, OpenMode};
 use predicates::prelude::*;
@@ -31,14 +32,8 @@ fn hex(n: u128) -> String {
     LumpId::new(n).to_string()
 }
 
-/// An image with another file first (so the storage's file does not start the data area) and
-/// a storage in FILE holding LUMPS, synced.
-fn storage() -> Image {
-    let img = image(32 << 20);
-    let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
-    fs.create("other", 1 << 20).unwrap();
-    let nvm = MinfsNvm::create_in(&fs, FILE, 8 << 20).unwrap();
-    let mut s = nvm.create_storage().unwrap();
+/// Puts LUMPS into `s` (embedded or not, as listed) and syncs its journal.
+fn put_lumps<N: NonVolatileMemory>(s: &mut Storage<N>) {
     for (n, len, embedded) in LUMPS {
         let bytes = pattern(n as u64, len);
         let data = if embedded {
@@ -49,6 +44,17 @@ fn storage() -> Image {
         s.put(&LumpId::new(n), &data).unwrap();
     }
     s.journal_sync().unwrap();
+}
+
+/// An image with another file first (so the storage's file does not start the data area) and
+/// a storage in FILE holding LUMPS, synced.
+fn storage() -> Image {
+    let img = image(32 << 20);
+    let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
+    fs.create("other", 1 << 20).unwrap();
+    let nvm = MinfsNvm::create_in(&fs, FILE, 8 << 20).unwrap();
+    let mut s = nvm.create_storage().unwrap();
+    put_lumps(&mut s);
     drop(s);
     drop(fs);
     img
@@ -238,16 +244,7 @@ fn a_storage_in_a_file_shorter_than_the_storage_as_filenvm_leaves_it() {
         .journal_region_ratio(0.01)
         .create(nvm)
         .unwrap();
-    for (n, len, embedded) in LUMPS {
-        let bytes = pattern(n as u64, len);
-        let data = if embedded {
-            LumpData::new_embedded(bytes).unwrap()
-        } else {
-            s.allocate_lump_data_with_bytes(&bytes).unwrap()
-        };
-        s.put(&LumpId::new(n), &data).unwrap();
-    }
-    s.journal_sync().unwrap();
+    put_lumps(&mut s);
     drop(s);
     let bytes = std::fs::read(&lusf).unwrap();
     assert!(
