@@ -320,9 +320,10 @@ fn fifteen_percent((file, rounds): (&str, usize), seed: u64) -> f64 {
 /// default budget gives in at least 90 % of simulated runs. Not met by the defaults of
 /// 2026-11-27 (after the emulator's arrival fix and with partial last rounds): 844 of 1,000
 /// at 7 rounds (median round 4). What keeps the rest undecided are the noisiest comparisons
-/// (14 of the 72 measured): rand-oldest-1m against ext4 and XFS at 512 (5–8 % per round: some
-/// emulated runs 15–25 % faster than their own trace replayed) and ext4 at 512 on seq-256k
-/// and seq-4m (a level that jumps by 10–15 % in some rounds: about 5 %). Run with `--ignored`
+/// (16 of the 72 measured above 2.3 %): rand-oldest-1m against ext4 and XFS at 512 (5–13 % per
+/// round: some emulated runs served their reads from the drive's cache, their replays did
+/// not) and ext4 at 512 on seq-256k and seq-4m (a level that jumps by 10–15 % in some
+/// rounds: 3.5–5.7 %). Run with `--ignored`
 /// to see the figure.
 #[test]
 #[ignore = "not met by the current defaults (844 of 1,000 at the default budget's 7 rounds); \
