@@ -650,15 +650,17 @@ impl Drop for MaxPagesLimit {
     }
 }
 
-/// A tracefs instance recording one device's block requests (`block_rq_issue` and
-/// `block_rq_complete`, filtered to the device, clock `mono`), on a tracefs mount of its own
+/// A tracefs instance recording some events (clock `mono`), on a tracefs mount of its own
 /// when one can be made (a mount at /sys/kernel/tracing may be unmounted by another program
-/// while this one uses it; every mount of tracefs shows the same instances). Dropping it
-/// turns the events off, removes the instance and unmounts its tracefs.
+/// while this one uses it; every mount of tracefs shows the same instances): one device's
+/// block requests ([`Tracing::start`]) or any events ([`Tracing::start_events`]). Dropping
+/// it turns the events off, removes the instance and unmounts its tracefs.
 #[derive(Debug)]
 pub struct Tracing {
     instance: PathBuf,
     own_mount: Option<PathBuf>,
+    /// The events enabled (`SYSTEM/EVENT`), turned off on drop.
+    events: Vec<String>,
 }
 
 /// Whether the kernel offers tracefs.
@@ -679,6 +681,29 @@ impl Tracing {
         prefix: &str,
         name: &str,
         dev: u64,
+        buffer_kb: u64,
+    ) -> io::Result<Option<Tracing>> {
+        let filter = format!("dev == {dev}");
+        Tracing::start_events(
+            mount_parent,
+            prefix,
+            name,
+            &[
+                ("block/block_rq_issue", filter.as_str()),
+                ("block/block_rq_complete", filter.as_str()),
+            ],
+            buffer_kb,
+        )
+    }
+
+    /// [`Tracing::start`] for any `events`: `(SYSTEM/EVENT, filter)` (an empty filter: every
+    /// event), recording off. `Ok(None)` when tracefs has no instances or one of the events
+    /// here.
+    pub fn start_events(
+        mount_parent: &Path,
+        prefix: &str,
+        name: &str,
+        events: &[(&str, &str)],
         buffer_kb: u64,
     ) -> io::Result<Option<Tracing>> {
         let mut own_mount = None;
@@ -704,8 +729,12 @@ impl Tracing {
         let mut t = Tracing {
             instance: root.join("instances").join(name),
             own_mount,
+            events: Vec::new(),
         };
-        if !root.join("events/block/block_rq_issue").is_dir() || !root.join("instances").is_dir() {
+        let missing = events
+            .iter()
+            .any(|(ev, _)| !root.join("events").join(ev).is_dir());
+        if missing || !root.join("instances").is_dir() {
             t.instance = PathBuf::new();
             return Ok(None);
         }
@@ -717,12 +746,12 @@ impl Tracing {
         t.write("tracing_on", "0")?;
         t.write("trace_clock", "mono")?;
         t.write("buffer_size_kb", &buffer_kb.to_string())?;
-        for ev in ["block_rq_issue", "block_rq_complete"] {
-            t.write(
-                &format!("events/block/{ev}/filter"),
-                &format!("dev == {dev}"),
-            )?;
-            t.write(&format!("events/block/{ev}/enable"), "1")?;
+        for (ev, filter) in events {
+            if !filter.is_empty() {
+                t.write(&format!("events/{ev}/filter"), filter)?;
+            }
+            t.events.push(ev.to_string());
+            t.write(&format!("events/{ev}/enable"), "1")?;
         }
         Ok(Some(t))
     }
@@ -781,8 +810,8 @@ impl Drop for Tracing {
     fn drop(&mut self) {
         if !self.instance.as_os_str().is_empty() && self.instance.is_dir() {
             let _ = self.write("tracing_on", "0");
-            for ev in ["block_rq_issue", "block_rq_complete"] {
-                let _ = self.write(&format!("events/block/{ev}/enable"), "0");
+            for ev in &self.events {
+                let _ = self.write(&format!("events/{ev}/enable"), "0");
             }
             if let Err(e) = std::fs::remove_dir(&self.instance) {
                 eprintln!(

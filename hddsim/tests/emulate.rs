@@ -747,3 +747,64 @@ fn minfs_scrub_on_the_emulated_drive_names_the_file_over_a_bad_sector() {
     }
     assert_released(&s);
 }
+
+/// Whether tracefs here has FUSE's `fuse_request_send`: probed with
+/// an instance of its own, as the emulator makes one.
+fn fuse_tracepoint() -> bool {
+    devguard::Tracing::start_events(
+        &std::env::temp_dir(),
+        ".hddsim-test-tracefs",
+        &format!("hddsim-test-{}", std::process::id()),
+        &[("fuse/fuse_request_send", "")],
+        64,
+    )
+    .ok()
+    .flatten()
+    .is_some()
+}
+
+/// With the real clock, a request's arrival at the modelled drive is when the kernel queued
+/// it (FUSE's `fuse_request_send`), before the kernel copied a write's data to the server:
+/// 1 MiB writes are stamped a little before their handler ran. With `--handler-arrival`
+/// (what the emulator did before) none is.
+#[test]
+fn requests_arrive_when_the_kernel_queued_them() {
+    require_fuse!();
+    if !fuse_tracepoint() {
+        testutil::print_skip(
+            module_path!(),
+            "tracefs has no fuse/fuse_request_send tracepoint here",
+        );
+        return;
+    }
+    let s = Scratch::new(64 << 20);
+    for (extra, stamped) in [(&[][..], true), (&["--handler-arrival"][..], false)] {
+        let emu = Emulator::start(&s, extra);
+        let f = direct(&emu.disk());
+        for i in 0..16u64 {
+            f.write_all_at(&pattern(1 << 20, i), i << 20).unwrap();
+        }
+        f.sync_data().unwrap();
+        let st = emu.stats();
+        let a = &st["arrivals"];
+        let (kernel, handler) = (
+            a["kernel_stamped"].as_u64().unwrap(),
+            a["handler_stamped"].as_u64().unwrap(),
+        );
+        if stamped {
+            // Every write and the flush (the first requests may precede the connection's
+            // number being known: none here, it is set before the session serves).
+            assert!(kernel >= 17, "{extra:?}: {st}");
+            assert!(a["mean_lead_ns"].as_u64().unwrap() > 0, "{extra:?}: {st}");
+        } else {
+            assert_eq!(kernel, 0, "{extra:?}: {st}");
+            assert!(
+                handler == 0,
+                "{extra:?}: the stamps are off, nothing counted: {st}"
+            );
+        }
+        drop(f);
+        drop(emu);
+    }
+    assert_released(&s);
+}

@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fuser::MountOption;
@@ -23,6 +24,7 @@ use minfs::fuse::daemon::{self, Started};
 use minfs::fuse::{max_pages, mounts};
 
 use super::backing::{self, Backing};
+use super::kstamp::KernelStamps;
 use super::latent::LatentErrors;
 use super::server::EmulatorFs;
 use super::{Clock, DriveQueue};
@@ -76,6 +78,13 @@ pub struct EmulateArgs {
     /// into 1 MiB pieces served one after the other. The limit is global and stays raised.
     #[arg(long)]
     pub keep_max_pages_limit: bool,
+    /// Time each request's arrival at the drive when the server's handler takes it. By
+    /// default (clock real, as root, where tracefs has FUSE's `fuse_request_send`
+    /// tracepoint) it is when the kernel queued the request, before the kernel's copy of its
+    /// data to the server, as a drive takes a command when the host sends it;
+    /// `stats.json`'s `arrivals` counts both.
+    #[arg(long)]
+    pub handler_arrival: bool,
     /// Latent sector errors: these 512-byte LBAs cannot be read (comma-separated LBAs or
     /// inclusive ranges A-B). A read touching one fails with EIO after the profile's
     /// read_error_recovery_ms; a write covering one makes it readable again (reallocation on
@@ -156,6 +165,9 @@ pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), Stri
     }
     if a.sync_backing {
         cmd.arg("--sync-backing");
+    }
+    if a.handler_arrival {
+        cmd.arg("--handler-arrival");
     }
     if let Some(b) = &a.bad_sectors {
         cmd.arg("--bad-sectors").arg(b);
@@ -238,8 +250,31 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         MountOption::NoSuid,
         MountOption::RW,
     ];
+    // Before the mount: the kernel's first requests come as soon as it is made.
+    let stamps = if a.clock == Clock::Real && !a.handler_arrival {
+        kernel_stamps()
+    } else {
+        None
+    };
+    if let Some(k) = &stamps {
+        fs.set_kernel_stamps(Arc::clone(k));
+    }
     let mut session = fuser::Session::new(fs, &mp, &options)
         .map_err(|e| format!("{}: cannot mount: {e}", mp.display()))?;
+    if let Some(k) = &stamps {
+        // The connection's number: the minor of the mount's st_dev. Set before the session
+        // serves its first request.
+        match mounts::mount_at(&mp) {
+            Ok(Some(m)) if m.fstype == FSTYPE => {
+                k.set_connection(super::kstamp::connection_number(m.dev))
+            }
+            _ => eprintln!(
+                "hddsim emulate: {}: mount not found in /proc/self/mountinfo; arrivals are the \
+                 handler's times",
+                mp.display()
+            ),
+        }
+    }
     if a.daemon_child {
         daemon::report_ready().map_err(|e| e.to_string())?;
     } else {
@@ -267,6 +302,28 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// The kernel's queueing times of the requests ([`super::kstamp`]), or `None` (said on
+/// stderr) where they cannot be recorded.
+fn kernel_stamps() -> Option<Arc<KernelStamps>> {
+    match KernelStamps::start(&std::env::temp_dir()) {
+        Ok(Some(k)) => Some(Arc::new(k)),
+        Ok(None) => {
+            eprintln!(
+                "hddsim emulate: no tracefs or no fuse_request_send tracepoint here; arrivals \
+                 are the handler's times"
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!(
+                "hddsim emulate: cannot record the kernel's request times ({e}); arrivals are \
+                 the handler's times"
+            );
+            None
+        }
     }
 }
 

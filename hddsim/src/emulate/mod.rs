@@ -17,6 +17,7 @@
 
 pub mod backing;
 pub mod cli;
+pub mod kstamp;
 pub mod latent;
 pub mod server;
 pub mod writelog;

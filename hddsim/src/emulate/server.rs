@@ -43,6 +43,7 @@ use minfs::AlignedBuf;
 use serde::Serialize;
 
 use super::backing::{Backing, BackingStats};
+use super::kstamp::{KernelStamps, StampStats};
 use super::latent::LatentErrors;
 use super::{Clock, DriveQueue, RequestStats, Scheduled};
 use crate::model::DriveStats;
@@ -237,6 +238,9 @@ pub struct Snapshot {
     pub busy_until_ns: u64,
     /// What the modelled drive did.
     pub drive: DriveStats,
+    /// Where the requests' arrival times came from ([`super::kstamp`]): the kernel's
+    /// queueing of each FUSE request, or the handler's clock.
+    pub arrivals: StampStats,
     /// Latent sector errors: the LBAs still unreadable (as `--bad-sectors` takes them), how
     /// many, and how many writes made readable again.
     pub latent: LatentSnapshot,
@@ -276,6 +280,8 @@ pub struct EmulatorFs {
     shutdown_errors: Arc<Mutex<Vec<String>>>,
     /// `--write-log`: every accepted write and flush (see [`super::writelog`]).
     write_log: Option<super::writelog::Writer<std::io::BufWriter<std::fs::File>>>,
+    /// The kernel's queueing times of the requests, when recorded ([`super::kstamp`]).
+    stamps: Option<Arc<KernelStamps>>,
 }
 
 impl EmulatorFs {
@@ -329,6 +335,21 @@ impl EmulatorFs {
             stats_out,
             shutdown_errors: Arc::new(Mutex::new(Vec::new())),
             write_log: None,
+            stamps: None,
+        }
+    }
+
+    /// Takes each request's arrival from `stamps` (the kernel's queueing time) instead of
+    /// the handler's clock.
+    pub fn set_kernel_stamps(&mut self, stamps: Arc<KernelStamps>) {
+        self.stamps = Some(stamps);
+    }
+
+    /// The arrival of request `unique`, whose handler started at `entry`.
+    fn arrival(&self, unique: u64, entry: Instant) -> Instant {
+        match &self.stamps {
+            Some(k) => k.arrival(unique, entry),
+            None => entry,
         }
     }
 
@@ -394,6 +415,7 @@ impl EmulatorFs {
             dirty_sectors: q.dirty_sectors(),
             busy_until_ns: q.busy_until().round() as u64,
             drive: q.drive_stats().clone(),
+            arrivals: self.stamps.as_ref().map(|k| k.stats()).unwrap_or_default(),
             latent: {
                 let l = sh.latent.lock().unwrap_or_else(|e| e.into_inner());
                 LatentSnapshot {
@@ -660,7 +682,7 @@ impl fuser::Filesystem for EmulatorFs {
 
     fn read(
         &mut self,
-        _req: &Request<'_>,
+        req: &Request<'_>,
         ino: u64,
         fh: u64,
         offset: i64,
@@ -669,7 +691,7 @@ impl fuser::Filesystem for EmulatorFs {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
-        let arrived = Instant::now();
+        let entry = Instant::now();
         let Ok(offset) = u64::try_from(offset) else {
             return reply.error(libc::EINVAL);
         };
@@ -687,6 +709,7 @@ impl fuser::Filesystem for EmulatorFs {
         if let Err(e) = self.check() {
             return reply.error(e);
         }
+        let arrived = self.arrival(req.unique(), entry);
         let end = (offset + u64::from(size)).min(self.size);
         if end <= offset {
             return reply.data(&[]);
@@ -728,7 +751,7 @@ impl fuser::Filesystem for EmulatorFs {
 
     fn write(
         &mut self,
-        _req: &Request<'_>,
+        req: &Request<'_>,
         ino: u64,
         _fh: u64,
         offset: i64,
@@ -738,9 +761,9 @@ impl fuser::Filesystem for EmulatorFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
-        // The request's arrival: before the copy of its data below, which a drive would
-        // overlap with its own transfer.
-        let arrived = Instant::now();
+        // The request's arrival: the kernel's queueing time where recorded, else now, before
+        // the copy of its data below, which a drive would overlap with its own transfer.
+        let entry = Instant::now();
         if ino != DISK {
             return reply.error(libc::EBADF);
         }
@@ -761,6 +784,7 @@ impl fuser::Filesystem for EmulatorFs {
         if len == 0 {
             return reply.written(0);
         }
+        let arrived = self.arrival(req.unique(), entry);
         self.log_accepted(offset / 512, Some(data));
         // A write makes the unreadable sectors it covers readable again (rewritten or
         // reallocated), from its arrival on.
@@ -793,14 +817,15 @@ impl fuser::Filesystem for EmulatorFs {
         });
     }
 
-    fn fsync(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        let arrived = Instant::now();
+    fn fsync(&mut self, req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
+        let entry = Instant::now();
         if ino != DISK {
             return reply.ok();
         }
         if let Err(e) = self.check() {
             return reply.error(e);
         }
+        let arrived = self.arrival(req.unique(), entry);
         self.log_accepted(0, None);
         let epoch = self.write_epoch();
         self.dispatch(ReqOp::Flush, 0, 0, arrived, move |sh| {

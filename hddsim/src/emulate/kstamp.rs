@@ -1,0 +1,419 @@
+//! When the kernel queued each FUSE request: a request's arrival at the emulated drive.
+//!
+//! A request reaches the server's handler some time after the kernel queued it: for a 1 MiB
+//! write, after the kernel has copied its data to the server (about 0.45 ms on the 2-vCPU
+//! VM, docs/COMPARISON.md). A drive takes a command when the host sends it and overlaps the
+//! data's transfer with its own work, so time-stamping a request at the handler gives the
+//! modelled drive idle time the real one does not get: it destages and reads ahead in it,
+//! which tipped some emulated runs into states their own block traces replayed through the
+//! same model never reach.
+//!
+//! FUSE's `fuse_request_send` tracepoint fires when the kernel queues a request for the
+//! server, with the connection and the request's `unique` id. [`KernelStamps`] records it in
+//! a tracefs instance of its own (clock `mono`, which is `Instant`'s clock on Linux), reads
+//! the instance's `trace_pipe` in a thread, and gives each request the kernel's time
+//! ([`KernelStamps::arrival`]). Where tracefs or the tracepoint is missing, or a stamp does
+//! not come in time, the handler's own time stands (counted).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::time::{clock_gettime, ClockId};
+
+/// How long a handler waits for its request's stamp before taking its own time: the
+/// tracepoint fired before the server could read the request, so the stamp is normally
+/// there already or about to be read.
+const STAMP_WAIT: Duration = Duration::from_millis(2);
+/// After this many requests in a row found no stamp, handlers stop waiting for one (the
+/// tracepoint has gone quiet: a handler would otherwise wait [`STAMP_WAIT`] every time).
+const MISSES_BEFORE_GIVING_UP: u64 = 64;
+/// Stamps kept at most (requests of other FUSE connections, and of requests never handled,
+/// would otherwise pile up); the oldest go first.
+const MAX_STAMPS: usize = 1 << 16;
+
+/// A `fuse_request_send` line's fields: (connection, unique, time in ns of CLOCK_MONOTONIC).
+pub fn parse_send(line: &str) -> Option<(u64, u64, u64)> {
+    let (head, rest) = line.split_once(": fuse_request_send: ")?;
+    let ts = head
+        .rsplit(char::is_whitespace)
+        .next()?
+        .trim_end_matches(':');
+    let (secs, frac) = ts.split_once('.')?;
+    let secs: u64 = secs.parse().ok()?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac_ns: u64 = format!("{frac:0<9}").parse().ok()?;
+    let mut words = rest.split_whitespace();
+    let mut field = |name: &str| -> Option<u64> {
+        (words.next()? == name).then_some(())?;
+        words.next()?.parse().ok()
+    };
+    let connection = field("connection")?;
+    let unique = field("req")?;
+    Some((
+        connection,
+        unique,
+        secs.checked_mul(1_000_000_000)? + frac_ns,
+    ))
+}
+
+/// The FUSE connection number of a mount whose files have `st_dev` (major, minor), as the
+/// tracepoint gives it (the kernel's `dev_t`: MAJOR << 20 | MINOR).
+pub fn connection_number(dev: (u32, u32)) -> u64 {
+    (u64::from(dev.0) << 20) | u64::from(dev.1)
+}
+
+#[derive(Debug, Default)]
+struct Stamps {
+    /// (connection, unique) → CLOCK_MONOTONIC ns.
+    by_request: HashMap<(u64, u64), u64>,
+    /// Insertion order, for dropping the oldest.
+    order: std::collections::VecDeque<(u64, u64)>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    stamps: Mutex<Stamps>,
+    arrived: Condvar,
+    stop: AtomicBool,
+    /// The connection served (0: not known yet).
+    connection: AtomicU64,
+    /// `Instant` and CLOCK_MONOTONIC ns taken together.
+    base: (Instant, u64),
+    /// Requests given the kernel's time, and given the handler's.
+    stamped: AtomicU64,
+    unstamped: AtomicU64,
+    /// Sum of (handler time − kernel time), ns, over the stamped requests.
+    lead_ns: AtomicU64,
+    /// Requests in a row that found no stamp.
+    misses: AtomicU64,
+}
+
+/// The kernel's queueing times of one FUSE connection's requests (see the module's note).
+#[derive(Debug)]
+pub struct KernelStamps {
+    shared: Arc<Shared>,
+    reader: Option<JoinHandle<()>>,
+    // Declared last: dropped after the reader has stopped and closed `trace_pipe`.
+    tracing: Option<devguard::Tracing>,
+}
+
+/// What [`KernelStamps`] did, for `stats.json`.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct StampStats {
+    /// Requests whose arrival is the kernel's queueing time.
+    pub kernel_stamped: u64,
+    /// Requests whose arrival is the handler's time (no stamp in time, or stamps off).
+    pub handler_stamped: u64,
+    /// Mean time from the kernel's queueing to the handler, over the stamped requests (ns).
+    pub mean_lead_ns: u64,
+}
+
+fn monotonic_ns() -> std::io::Result<u64> {
+    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).map_err(std::io::Error::from)?;
+    Ok(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
+impl KernelStamps {
+    /// Starts recording `fuse_request_send` in a tracefs instance `hddsim-PID` (its own tracefs
+    /// mount in `mount_parent`). `Ok(None)` where tracefs, instances or the tracepoint are
+    /// missing.
+    pub fn start(mount_parent: &Path) -> std::io::Result<Option<KernelStamps>> {
+        let name = format!("hddsim-{}", std::process::id());
+        let Some(tracing) = devguard::Tracing::start_events(
+            mount_parent,
+            ".hddsim-tracefs",
+            &name,
+            &[("fuse/fuse_request_send", "")],
+            1024,
+        )?
+        else {
+            return Ok(None);
+        };
+        let pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(tracing.instance().join("trace_pipe"))?;
+        tracing.on()?;
+        let base = (Instant::now(), monotonic_ns()?);
+        let shared = Arc::new(Shared {
+            stamps: Mutex::new(Stamps::default()),
+            arrived: Condvar::new(),
+            stop: AtomicBool::new(false),
+            connection: AtomicU64::new(0),
+            base,
+            stamped: AtomicU64::new(0),
+            unstamped: AtomicU64::new(0),
+            lead_ns: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        });
+        let sh = Arc::clone(&shared);
+        let reader = std::thread::Builder::new()
+            .name("hddsim-kstamp".into())
+            .spawn(move || read_pipe(pipe, &sh))?;
+        Ok(Some(KernelStamps {
+            shared,
+            reader: Some(reader),
+            tracing: Some(tracing),
+        }))
+    }
+
+    /// Stamps with no tracefs behind them, filled by [`KernelStamps::insert`] (tests).
+    #[cfg(test)]
+    fn detached() -> KernelStamps {
+        KernelStamps {
+            shared: Arc::new(Shared {
+                stamps: Mutex::new(Stamps::default()),
+                arrived: Condvar::new(),
+                stop: AtomicBool::new(false),
+                connection: AtomicU64::new(0),
+                base: (Instant::now(), monotonic_ns().unwrap()),
+                stamped: AtomicU64::new(0),
+                unstamped: AtomicU64::new(0),
+                lead_ns: AtomicU64::new(0),
+                misses: AtomicU64::new(0),
+            }),
+            reader: None,
+            tracing: None,
+        }
+    }
+
+    /// Records a stamp as the reader does (tests).
+    #[cfg(test)]
+    fn insert(&self, connection: u64, unique: u64, mono_ns: u64) {
+        let mut s = self.shared.stamps.lock().unwrap();
+        s.by_request.insert((connection, unique), mono_ns);
+        s.order.push_back((connection, unique));
+    }
+
+    /// Sets the connection served (see [`connection_number`]).
+    pub fn set_connection(&self, connection: u64) {
+        self.shared.connection.store(connection, Ordering::Relaxed);
+    }
+
+    /// The arrival of request `unique`, which the handler took at `entry`: the kernel's
+    /// queueing time when its stamp is there or comes within [`STAMP_WAIT`] (never later
+    /// than `entry`), else `entry`.
+    pub fn arrival(&self, unique: u64, entry: Instant) -> Instant {
+        let sh = &self.shared;
+        let conn = sh.connection.load(Ordering::Relaxed);
+        let found = (conn != 0)
+            .then(|| {
+                let key = (conn, unique);
+                let wait = if sh.misses.load(Ordering::Relaxed) < MISSES_BEFORE_GIVING_UP {
+                    STAMP_WAIT
+                } else {
+                    Duration::ZERO
+                };
+                let deadline = Instant::now() + wait;
+                let mut s = sh.stamps.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if let Some(t) = s.by_request.remove(&key) {
+                        return Some(t);
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return None;
+                    }
+                    s = sh
+                        .arrived
+                        .wait_timeout(s, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            })
+            .flatten();
+        let Some(t) = found else {
+            sh.unstamped.fetch_add(1, Ordering::Relaxed);
+            if conn != 0 {
+                sh.misses.fetch_add(1, Ordering::Relaxed);
+            }
+            return entry;
+        };
+        sh.misses.store(0, Ordering::Relaxed);
+        let (base_i, base_m) = sh.base;
+        let at = if t >= base_m {
+            base_i + Duration::from_nanos(t - base_m)
+        } else {
+            base_i
+                .checked_sub(Duration::from_nanos(base_m - t))
+                .unwrap_or(base_i)
+        };
+        let at = at.min(entry);
+        sh.stamped.fetch_add(1, Ordering::Relaxed);
+        sh.lead_ns
+            .fetch_add((entry - at).as_nanos() as u64, Ordering::Relaxed);
+        at
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> StampStats {
+        let sh = &self.shared;
+        let stamped = sh.stamped.load(Ordering::Relaxed);
+        StampStats {
+            kernel_stamped: stamped,
+            handler_stamped: sh.unstamped.load(Ordering::Relaxed),
+            mean_lead_ns: sh.lead_ns.load(Ordering::Relaxed) / stamped.max(1),
+        }
+    }
+}
+
+impl Drop for KernelStamps {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.reader.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = &self.tracing {
+            let _ = t.off();
+        }
+        self.tracing = None;
+    }
+}
+
+/// The reader thread: parses `trace_pipe` until told to stop.
+fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut partial = String::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(100u16)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return,
+        }
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => continue,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        partial.push_str(&String::from_utf8_lossy(&buf[..n]));
+        let Some(cut) = partial.rfind('\n') else {
+            continue;
+        };
+        let lines: String = partial.drain(..=cut).collect();
+        let mut s = sh.stamps.lock().unwrap_or_else(|e| e.into_inner());
+        let mut added = false;
+        for line in lines.lines() {
+            if let Some((conn, unique, t)) = parse_send(line) {
+                s.by_request.insert((conn, unique), t);
+                s.order.push_back((conn, unique));
+                added = true;
+            }
+        }
+        while s.order.len() > MAX_STAMPS {
+            if let Some(k) = s.order.pop_front() {
+                s.by_request.remove(&k);
+            }
+        }
+        // Entries already taken by handlers stay in `order` until they age out: the map
+        // is what counts.
+        drop(s);
+        if added {
+            sh.arrived.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_line_gives_connection_request_and_time() {
+        let l = "    kworker/u8:1-28057   [000] ...2. 21185.369736: fuse_request_send: \
+                 connection 39 req 16 opcode 15 (FUSE_READ) len 80 ";
+        assert_eq!(parse_send(l), Some((39, 16, 21_185_369_736_000)));
+        // Nanosecond precision too.
+        let l = "hddsim-1 [001] ..... 5.000000001: fuse_request_send: connection 7 req 2 \
+                 opcode 16 (FUSE_WRITE) len 8784";
+        assert_eq!(parse_send(l), Some((7, 2, 5_000_000_001)));
+    }
+
+    #[test]
+    fn other_lines_give_nothing() {
+        for l in [
+            "",
+            "# tracer: nop",
+            "hddsim-16854 [000] ..... 21185.376991: fuse_request_end: connection 39 req 16 \
+             len 131088 error 0",
+            "x [000] ..... 1.5: fuse_request_send: connection x req 1",
+            "x [000] ..... 1.5: fuse_request_send: req 1 connection 2",
+            "x [000] ..... 1.: fuse_request_send: connection 1 req 1",
+        ] {
+            assert_eq!(parse_send(l), None, "{l}");
+        }
+    }
+
+    #[test]
+    fn a_request_arrives_when_the_kernel_queued_it() {
+        let k = KernelStamps::detached();
+        k.set_connection(39);
+        let now_m = monotonic_ns().unwrap();
+        let entry = Instant::now();
+        // Queued 450 µs before the handler took it (a 1 MiB write's copy).
+        k.insert(39, 16, now_m - 450_000);
+        let at = k.arrival(16, entry);
+        let lead = entry - at;
+        assert!(
+            lead >= Duration::from_micros(449) && lead <= Duration::from_micros(600),
+            "{lead:?}"
+        );
+        // Taken once: the same unique again (a later request) has no stamp.
+        let t = Instant::now();
+        assert_eq!(k.arrival(16, t), t);
+        // Another connection's request of the same number is not ours.
+        k.insert(40, 17, now_m - 450_000);
+        let t = Instant::now();
+        assert_eq!(k.arrival(17, t), t);
+        // Never later than the handler's own time.
+        k.insert(39, 18, monotonic_ns().unwrap() + 1_000_000_000);
+        let t = Instant::now();
+        assert_eq!(k.arrival(18, t), t);
+        let st = k.stats();
+        assert_eq!((st.kernel_stamped, st.handler_stamped), (2, 2), "{st:?}");
+    }
+
+    #[test]
+    fn without_a_connection_or_a_stamp_the_handlers_time_stands() {
+        let k = KernelStamps::detached();
+        k.insert(39, 1, monotonic_ns().unwrap());
+        // The connection is not known yet: no wait, the handler's time.
+        let t = Instant::now();
+        assert_eq!(k.arrival(1, t), t);
+        k.set_connection(39);
+        // No stamp: waits at most STAMP_WAIT, then the handler's time.
+        let t = Instant::now();
+        assert_eq!(k.arrival(2, t), t);
+        assert!(t.elapsed() >= STAMP_WAIT);
+        // After enough misses in a row it stops waiting.
+        k.shared
+            .misses
+            .store(MISSES_BEFORE_GIVING_UP, Ordering::Relaxed);
+        let t = Instant::now();
+        assert_eq!(k.arrival(3, t), t);
+        assert!(t.elapsed() < STAMP_WAIT, "{:?}", t.elapsed());
+        // A stamp found again resumes waiting.
+        k.insert(39, 4, monotonic_ns().unwrap());
+        k.arrival(4, Instant::now());
+        assert_eq!(k.shared.misses.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_connection_is_the_kernels_dev_t() {
+        assert_eq!(connection_number((0, 39)), 39);
+        assert_eq!(connection_number((1, 2)), (1 << 20) | 2);
+    }
+}
