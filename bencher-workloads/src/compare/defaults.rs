@@ -21,6 +21,10 @@ pub const TARGETS: [&str; 5] = ["minfs", "ext4", "xfs", "ext4@4096", "xfs@4096"]
 /// (minfs 2–4 s), long enough that a round's log-ratio varies by about 1 % (rand-mixed-1m at
 /// 0.005 and rand-oldest-1m at 0.01 ran 1 s and varied by 6–10 %; at 0.02 and 0.04 see
 /// docs/COMPARISON.md), short enough that a round of all six fits about 3 minutes.
+/// rand-oldest-1m at 0.04 re-reads a working set about the size of what the drive's cache
+/// keeps, so its runs take one of two states; at 0.1 they do not, but a round then takes
+/// about 3 min 35 s and the budget decides far less (results/2026-11-28-vm-emulated-rand-oldest-0.1:
+/// 12 of 24): docs/COMPARISON.md, "Why rand-oldest-1m is two-state".
 pub const SCALES: [(&str, f64); 6] = [
     ("seq-256k", 0.02),
     ("seq-4m", 0.025),
@@ -35,8 +39,8 @@ pub const BUDGET_S: f64 = 15.0 * 60.0;
 
 /// The rounds a comparison still undecided gets within the default budget: the fewest an
 /// undecided comparison got in the default's runs on the emulated drive
-/// (results/2026-11-27-vm-emulated-default-6, -7 and -8: 7 or 8, the last one a partial round
-/// of what still fitted). The first round of all 30 runs takes about 2 min 40 s with their
+/// (results/2026-11-28-vm-emulated-default-2, -3 and -4: 7 to 10, the last one a partial
+/// round of what still fitted; 7 or 8 in 2026-11-27's -6 to -8). The first round of all 30 runs takes about 2 min 40 s with their
 /// preparation and replays, so 15 minutes would fit 5 if nothing stopped early; the
 /// sync-heavy workloads' comparisons stop at rounds 3–4, which leaves room for two or three
 /// more.
