@@ -4,9 +4,7 @@
 //! write, after the kernel has copied its data to the server (about 0.45 ms on the 2-vCPU
 //! VM, docs/COMPARISON.md). A drive takes a command when the host sends it and overlaps the
 //! data's transfer with its own work, so time-stamping a request at the handler gives the
-//! modelled drive idle time the real one does not get: it destages and reads ahead in it,
-//! which tipped some emulated runs into states their own block traces replayed through the
-//! same model never reach.
+//! modelled drive idle time the real one does not get: it destages and reads ahead in it.
 //!
 //! FUSE's `fuse_request_send` tracepoint fires when the kernel queues a request for the
 //! server, with the connection and the request's `unique` id. [`KernelStamps`] records it in
