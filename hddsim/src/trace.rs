@@ -216,6 +216,38 @@ fn parse_timestamp(tok: &str) -> Option<u64> {
     s.checked_mul(1_000_000_000)?.checked_add(f * scale)
 }
 
+/// A tracefs line's time (ns), event name and payload: `TASK-PID [CPU] FLAGS SECONDS.MICROS:
+/// EVENT: PAYLOAD` (the task name may contain spaces). `None` for anything else. `trimmed`
+/// has no leading or trailing white space.
+pub fn event_fields(trimmed: &str) -> Option<(u64, &str, &str)> {
+    let mut search = trimmed;
+    let mut offset = 0;
+    while let Some(pos) = search.find(": ") {
+        let abs = offset + pos;
+        // The token ending at `abs` (inclusive of ':').
+        let before = &trimmed[..abs + 1];
+        let tok_start = before.rfind(char::is_whitespace).map_or(0, |p| p + 1);
+        let tok = &before[tok_start..];
+        if tok_start > 0 {
+            if let Some(ns) = parse_timestamp(tok) {
+                let after = &trimmed[abs + 2..];
+                if let Some((event, payload)) = after.split_once(": ") {
+                    if !event.is_empty() && !event.contains(char::is_whitespace) {
+                        return Some((ns, event, payload));
+                    }
+                } else if let Some(event) = after.strip_suffix(':') {
+                    if !event.contains(char::is_whitespace) {
+                        return Some((ns, event, ""));
+                    }
+                }
+            }
+        }
+        offset = abs + 2;
+        search = &trimmed[offset..];
+    }
+    None
+}
+
 /// Parses one line: `Ok(None)` for a comment, a blank line or another event.
 pub fn parse_line(text: &str, line: usize) -> Result<Option<Event>, TraceError> {
     let trimmed = text.trim();
@@ -232,36 +264,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<Option<Event>, TraceError> 
              buffer_size_kb",
         ));
     }
-    // Find `SECONDS.MICROS: EVENT:` — the task name before it may contain spaces.
-    let mut rest = None;
-    let mut search = trimmed;
-    let mut offset = 0;
-    while let Some(pos) = search.find(": ") {
-        let abs = offset + pos;
-        // The token ending at `abs` (inclusive of ':').
-        let before = &trimmed[..abs + 1];
-        let tok_start = before.rfind(char::is_whitespace).map_or(0, |p| p + 1);
-        let tok = &before[tok_start..];
-        if tok_start > 0 {
-            if let Some(ns) = parse_timestamp(tok) {
-                let after = &trimmed[abs + 2..];
-                if let Some((event, payload)) = after.split_once(": ") {
-                    if !event.is_empty() && !event.contains(char::is_whitespace) {
-                        rest = Some((ns, event, payload));
-                        break;
-                    }
-                } else if let Some(event) = after.strip_suffix(':') {
-                    if !event.contains(char::is_whitespace) {
-                        rest = Some((ns, event, ""));
-                        break;
-                    }
-                }
-            }
-        }
-        offset = abs + 2;
-        search = &trimmed[offset..];
-    }
-    let Some((time_ns, event, payload)) = rest else {
+    let Some((time_ns, event, payload)) = event_fields(trimmed) else {
         return Err(bad(
             "not a tracefs line (`TASK-PID [CPU] FLAGS SECONDS.MICROS: EVENT: …`)",
         ));

@@ -24,7 +24,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::time::{clock_gettime, ClockId};
+
+use super::writelog::monotonic_ns;
 
 /// How long a handler waits for its request's stamp before taking its own time: the
 /// tracepoint fired before the server could read the request, so the stamp is normally
@@ -39,29 +40,18 @@ const MAX_STAMPS: usize = 1 << 16;
 
 /// A `fuse_request_send` line's fields: (connection, unique, time in ns of CLOCK_MONOTONIC).
 pub fn parse_send(line: &str) -> Option<(u64, u64, u64)> {
-    let (head, rest) = line.split_once(": fuse_request_send: ")?;
-    let ts = head
-        .rsplit(char::is_whitespace)
-        .next()?
-        .trim_end_matches(':');
-    let (secs, frac) = ts.split_once('.')?;
-    let secs: u64 = secs.parse().ok()?;
-    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    let (time_ns, event, payload) = crate::trace::event_fields(line.trim())?;
+    if event != "fuse_request_send" {
         return None;
     }
-    let frac_ns: u64 = format!("{frac:0<9}").parse().ok()?;
-    let mut words = rest.split_whitespace();
+    let mut words = payload.split_whitespace();
     let mut field = |name: &str| -> Option<u64> {
         (words.next()? == name).then_some(())?;
         words.next()?.parse().ok()
     };
     let connection = field("connection")?;
     let unique = field("req")?;
-    Some((
-        connection,
-        unique,
-        secs.checked_mul(1_000_000_000)? + frac_ns,
-    ))
+    Some((connection, unique, time_ns))
 }
 
 /// The FUSE connection number of a mount whose files have `st_dev` (major, minor), as the
@@ -76,6 +66,20 @@ struct Stamps {
     by_request: HashMap<(u64, u64), u64>,
     /// Insertion order, for dropping the oldest.
     order: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Stamps {
+    /// Records request `key`'s stamp, dropping the oldest beyond [`MAX_STAMPS`] (entries
+    /// already taken by handlers stay in `order` until they age out: the map is what counts).
+    fn insert(&mut self, key: (u64, u64), mono_ns: u64) {
+        self.by_request.insert(key, mono_ns);
+        self.order.push_back(key);
+        while self.order.len() > MAX_STAMPS {
+            if let Some(k) = self.order.pop_front() {
+                self.by_request.remove(&k);
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -96,13 +100,29 @@ struct Shared {
     misses: AtomicU64,
 }
 
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            stamps: Mutex::new(Stamps::default()),
+            arrived: Condvar::new(),
+            stop: AtomicBool::new(false),
+            connection: AtomicU64::new(0),
+            base: (Instant::now(), monotonic_ns()),
+            stamped: AtomicU64::new(0),
+            unstamped: AtomicU64::new(0),
+            lead_ns: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+}
+
 /// The kernel's queueing times of one FUSE connection's requests (see the module's note).
 #[derive(Debug)]
 pub struct KernelStamps {
     shared: Arc<Shared>,
     reader: Option<JoinHandle<()>>,
     // Declared last: dropped after the reader has stopped and closed `trace_pipe`.
-    tracing: Option<devguard::Tracing>,
+    _tracing: Option<devguard::Tracing>,
 }
 
 /// What [`KernelStamps`] did, for `stats.json`.
@@ -114,11 +134,6 @@ pub struct StampStats {
     pub handler_stamped: u64,
     /// Mean time from the kernel's queueing to the handler, over the stamped requests (ns).
     pub mean_lead_ns: u64,
-}
-
-fn monotonic_ns() -> std::io::Result<u64> {
-    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).map_err(std::io::Error::from)?;
-    Ok(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
 }
 
 impl KernelStamps {
@@ -142,18 +157,7 @@ impl KernelStamps {
             .custom_flags(libc::O_NONBLOCK)
             .open(tracing.instance().join("trace_pipe"))?;
         tracing.on()?;
-        let base = (Instant::now(), monotonic_ns()?);
-        let shared = Arc::new(Shared {
-            stamps: Mutex::new(Stamps::default()),
-            arrived: Condvar::new(),
-            stop: AtomicBool::new(false),
-            connection: AtomicU64::new(0),
-            base,
-            stamped: AtomicU64::new(0),
-            unstamped: AtomicU64::new(0),
-            lead_ns: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-        });
+        let shared = Arc::new(Shared::new());
         let sh = Arc::clone(&shared);
         let reader = std::thread::Builder::new()
             .name("hddsim-kstamp".into())
@@ -161,7 +165,7 @@ impl KernelStamps {
         Ok(Some(KernelStamps {
             shared,
             reader: Some(reader),
-            tracing: Some(tracing),
+            _tracing: Some(tracing),
         }))
     }
 
@@ -169,28 +173,20 @@ impl KernelStamps {
     #[cfg(test)]
     fn detached() -> KernelStamps {
         KernelStamps {
-            shared: Arc::new(Shared {
-                stamps: Mutex::new(Stamps::default()),
-                arrived: Condvar::new(),
-                stop: AtomicBool::new(false),
-                connection: AtomicU64::new(0),
-                base: (Instant::now(), monotonic_ns().unwrap()),
-                stamped: AtomicU64::new(0),
-                unstamped: AtomicU64::new(0),
-                lead_ns: AtomicU64::new(0),
-                misses: AtomicU64::new(0),
-            }),
+            shared: Arc::new(Shared::new()),
             reader: None,
-            tracing: None,
+            _tracing: None,
         }
     }
 
     /// Records a stamp as the reader does (tests).
     #[cfg(test)]
     fn insert(&self, connection: u64, unique: u64, mono_ns: u64) {
-        let mut s = self.shared.stamps.lock().unwrap();
-        s.by_request.insert((connection, unique), mono_ns);
-        s.order.push_back((connection, unique));
+        self.shared
+            .stamps
+            .lock()
+            .unwrap()
+            .insert((connection, unique), mono_ns);
     }
 
     /// Sets the connection served (see [`connection_number`]).
@@ -271,10 +267,7 @@ impl Drop for KernelStamps {
         if let Some(t) = self.reader.take() {
             let _ = t.join();
         }
-        if let Some(t) = &self.tracing {
-            let _ = t.off();
-        }
-        self.tracing = None;
+        // `_tracing` is dropped next: recording off, the instance and its mount removed.
     }
 }
 
@@ -306,18 +299,10 @@ fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
         let mut added = false;
         for line in lines.lines() {
             if let Some((conn, unique, t)) = parse_send(line) {
-                s.by_request.insert((conn, unique), t);
-                s.order.push_back((conn, unique));
+                s.insert((conn, unique), t);
                 added = true;
             }
         }
-        while s.order.len() > MAX_STAMPS {
-            if let Some(k) = s.order.pop_front() {
-                s.by_request.remove(&k);
-            }
-        }
-        // Entries already taken by handlers stay in `order` until they age out: the map
-        // is what counts.
         drop(s);
         if added {
             sh.arrived.notify_all();
@@ -359,7 +344,7 @@ mod tests {
     fn a_request_arrives_when_the_kernel_queued_it() {
         let k = KernelStamps::detached();
         k.set_connection(39);
-        let now_m = monotonic_ns().unwrap();
+        let now_m = monotonic_ns();
         let entry = Instant::now();
         // Queued 450 µs before the handler took it (a 1 MiB write's copy).
         k.insert(39, 16, now_m - 450_000);
@@ -377,7 +362,7 @@ mod tests {
         let t = Instant::now();
         assert_eq!(k.arrival(17, t), t);
         // Never later than the handler's own time.
-        k.insert(39, 18, monotonic_ns().unwrap() + 1_000_000_000);
+        k.insert(39, 18, monotonic_ns() + 1_000_000_000);
         let t = Instant::now();
         assert_eq!(k.arrival(18, t), t);
         let st = k.stats();
@@ -387,7 +372,7 @@ mod tests {
     #[test]
     fn without_a_connection_or_a_stamp_the_handlers_time_stands() {
         let k = KernelStamps::detached();
-        k.insert(39, 1, monotonic_ns().unwrap());
+        k.insert(39, 1, monotonic_ns());
         // The connection is not known yet: no wait, the handler's time.
         let t = Instant::now();
         assert_eq!(k.arrival(1, t), t);
@@ -404,7 +389,7 @@ mod tests {
         assert_eq!(k.arrival(3, t), t);
         assert!(t.elapsed() < STAMP_WAIT, "{:?}", t.elapsed());
         // A stamp found again resumes waiting.
-        k.insert(39, 4, monotonic_ns().unwrap());
+        k.insert(39, 4, monotonic_ns());
         k.arrival(4, Instant::now());
         assert_eq!(k.shared.misses.load(Ordering::Relaxed), 0);
     }
