@@ -748,19 +748,13 @@ fn minfs_scrub_on_the_emulated_drive_names_the_file_over_a_bad_sector() {
     assert_released(&s);
 }
 
-/// Whether tracefs here has FUSE's `fuse_request_send`: probed with
-/// an instance of its own, as the emulator makes one.
+/// Whether tracefs here has FUSE's `fuse_request_send`: probed as the emulator does, with
+/// the stamps it would record (stopped and removed again at once).
 fn fuse_tracepoint() -> bool {
-    devguard::Tracing::start_events(
-        &std::env::temp_dir(),
-        ".hddsim-test-tracefs",
-        &format!("hddsim-test-{}", std::process::id()),
-        &[("fuse/fuse_request_send", "")],
-        64,
-    )
-    .ok()
-    .flatten()
-    .is_some()
+    hddsim::emulate::kstamp::KernelStamps::start(&std::env::temp_dir())
+        .ok()
+        .flatten()
+        .is_some()
 }
 
 /// With the real clock, a request's arrival at the modelled drive is when the kernel queued
