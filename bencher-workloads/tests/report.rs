@@ -1200,3 +1200,43 @@ fn one_round_splits_into_that_rounds_ratios() {
         "| seq-4m | xfs | 3.00× | 1.20× | 2.50× | 1 |"
     );
 }
+
+#[test]
+fn an_undecided_budget_comparison_says_how_much_its_rounds_vary_and_what_would_decide_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // a: clearly slower (decided); b: two states about 1, undecided after 6 rounds.
+    let base: &[u64] = &[1000, 1000, 1000, 1000, 1000, 1000];
+    let a: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+    let b: &[u64] = &[1080, 930, 1090, 920, 1010, 990];
+    totals_fixture(dir, "emulated", "w", &[("minfs", base), ("a", a), ("b", b)]);
+    fs::write(
+        dir.join("compare.json"),
+        json!({"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 6,
+               "device": "emulated", "stopping": "budget", "budget_s": 900})
+        .to_string(),
+    )
+    .unwrap();
+    let md = render(dir);
+    let v = verdict_of(&md, "w");
+    // What the sentence says of b is what the projection gives on its rounds.
+    use bencher_workloads::compare::sequential;
+    let d: Vec<f64> = b.iter().map(|x| (*x as f64 / 1000.0).ln()).collect();
+    let (_, sd, needed) = sequential::projection(&d, sequential::alpha(2)).unwrap();
+    let needed = needed.expect("within the cap");
+    assert!(needed > 6, "{needed}");
+    let note = format!(
+        "(6 rounds; rounds vary by {:.1} %, about {needed} would decide it)",
+        sd * 100.0
+    );
+    let b_entry = &v[v
+        .find("within the budget: b ")
+        .unwrap_or_else(|| panic!("{v}"))..];
+    assert!(b_entry.contains(&note), "{v}\nwants {note}");
+    assert!(
+        v.contains("undecided against minfs within the budget: b"),
+        "{v}"
+    );
+    // The decided comparison carries no such note.
+    assert_eq!(v.matches("rounds vary by").count(), 1, "{v}");
+}

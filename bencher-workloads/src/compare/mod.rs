@@ -14,6 +14,8 @@
 //! - [`stats`]: the verdict's method (ratios with simultaneous confidence intervals);
 //! - [`sequential`]: the verdict of a run that stops each comparison once decided (an
 //!   anytime-valid confidence sequence);
+//! - [`allocate`]: which undecided comparisons a budget run's next round runs (the nearest
+//!   to a verdict first);
 //! - [`plot`]: the plots (ratios with their intervals, measured and modelled; latency CDFs),
 //!   each as SVG and PNG;
 //! - [`format`]: number formatting.
@@ -22,6 +24,7 @@
 //! the same directory gives the same files byte for byte (fixed order and number formats,
 //! relative links, no time stamps).
 
+pub mod allocate;
 pub mod defaults;
 pub mod format;
 pub mod layout;
@@ -35,7 +38,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use layout::{load, Comparison};
-pub use render::decide;
+pub use render::{decide, projections};
 
 use crate::run::report::RunReport;
 use layout::Cell;

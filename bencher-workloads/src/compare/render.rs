@@ -358,6 +358,69 @@ pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
         .collect()
 }
 
+/// For a budget run's undecided comparison of target `t` with the baseline `b` on workload
+/// `w`: `; rounds vary by 4.7 %, about 17 would decide it` — the sample deviation of its
+/// per-round log-ratios and the rounds [`sequential::rounds_needed`] projects at the report's
+/// level, were its mean and spread to stay as they are. Empty with fewer than 3 rounds (no
+/// spread worth the name).
+fn undecided_why(
+    cmp: &Comparison,
+    w: usize,
+    t: usize,
+    b: usize,
+    source: Source<'_>,
+    judged: &Judgements,
+) -> String {
+    let d = sequential::paired_log_ratios(
+        &round_totals(&cmp.cells[w][t], source),
+        &round_totals(&cmp.cells[w][b], source),
+    );
+    if d.len() < 3 {
+        return String::new();
+    }
+    let alpha = 1.0 - judged.confidence;
+    match sequential::projection(&d, alpha) {
+        Some((_, sd, needed)) => format!(
+            "; rounds vary by {:.1} %, {} would decide it",
+            sd * 100.0,
+            needed.map_or_else(
+                || format!("more than {}", sequential::ROUNDS_NEEDED_CAP),
+                |k| format!("about {k}")
+            )
+        ),
+        None => String::new(),
+    }
+}
+
+/// A comparison's rounds so far and the rounds it would need (`None`: fewer than 2 rounds, or
+/// beyond [`sequential::ROUNDS_NEEDED_CAP`]).
+pub type Projection = (usize, Option<usize>);
+
+/// What the runner prices a comparison by after a round (`minfs-bench compare --budget`,
+/// [`super::allocate`]): per workload and target (`None` for the baseline), the measured rounds
+/// it has with the baseline and the rounds its sequence would need at their mean and spread
+/// ([`sequential::projection`] at the report's level; `None` inside with fewer than 2 rounds or
+/// beyond the cap).
+pub fn projections(cmp: &Comparison) -> Vec<Vec<Option<Projection>>> {
+    let comparisons = cmp.workloads.len() * cmp.targets.len().saturating_sub(1);
+    let alpha = sequential::alpha(comparisons);
+    let b = cmp.baseline();
+    (0..cmp.workloads.len())
+        .map(|w| {
+            (0..cmp.targets.len())
+                .map(|t| {
+                    let b = b.filter(|b| *b != t)?;
+                    let d = sequential::paired_log_ratios(
+                        &round_totals(&cmp.cells[w][t], Source::Measured),
+                        &round_totals(&cmp.cells[w][b], Source::Measured),
+                    );
+                    Some((d.len(), sequential::projection(&d, alpha).and_then(|p| p.2)))
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// `1.42× [1.30–1.55]`, or `1.42×` without an interval.
 fn ratio_with_interval(r: f64, i: Option<&Interval>) -> String {
     match i {
@@ -431,13 +494,19 @@ fn verdict_sentence_with(
                 )
             })
             .unwrap_or_default();
-        // A budget run stops each comparison when decided: say after how many rounds.
-        let rounds = |n: usize| {
-            if judged.sequential {
-                format!(" ({n} round{})", if n == 1 { "" } else { "s" })
+        // A budget run stops each comparison when decided: say after how many rounds, and for
+        // one still undecided why — how much its rounds vary and how many rounds would decide
+        // it at that spread and its mean so far.
+        let rounds = |n: usize, undecided: bool| {
+            if !judged.sequential {
+                return String::new();
+            }
+            let why = if undecided {
+                undecided_why(cmp, w, t, b, source, judged)
             } else {
                 String::new()
-            }
+            };
+            format!(" ({n} round{}{why})", if n == 1 { "" } else { "s" })
         };
         match judged.cells[w][t] {
             Some(j) => {
@@ -445,7 +514,7 @@ fn verdict_sentence_with(
                     "{} {}{}{range}",
                     md(target),
                     ratio_with_interval(j.interval.ratio, Some(&j.interval)),
-                    rounds(j.interval.rounds)
+                    rounds(j.interval.rounds, j.judgement == Judgement::Undecided)
                 );
                 let entry = (j.interval.ratio, text);
                 match j.judgement {
@@ -468,7 +537,7 @@ fn verdict_sentence_with(
                         &base_totals,
                     )
                     .len();
-                    undecided.push((r.unwrap_or(f64::NAN), format!("{text}{}", rounds(n))));
+                    undecided.push((r.unwrap_or(f64::NAN), format!("{text}{}", rounds(n, true))));
                 } else {
                     unjudged.push((r.unwrap_or(f64::NAN), text));
                 }
@@ -879,7 +948,9 @@ fn method_line(judged: &Judgements, base: &str) -> String {
              planned comparisons hold together at 95 %: Bonferroni; at least {} rounds to bound \
              one). Each comparison ran until decided or until {budget} could fit no further \
              round of it: within ±5 %: the interval lies inside 0.952–1.05; else slower or faster: \
-             it lies above or below 1; else undecided within the budget. The sequence assumes \
+             it lies above or below 1; else undecided within the budget, with how much its rounds \
+             varied (the standard deviation of the log-ratio) and about how many rounds would \
+             have decided it at that spread and its ratio so far. The sequence assumes \
              independent rounds of a normal shape, checked on noise measured here. Method and \
              sources: `bencher-workloads/src/compare/sequential.rs`.",
             judged.confidence * 100.0,

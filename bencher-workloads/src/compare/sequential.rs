@@ -85,7 +85,12 @@ pub fn log_evalue(d: &[f64], mu: f64) -> f64 {
         let y = x - mu;
         (s1 + y, s2 + y * y)
     });
-    if s2 <= 0.0 {
+    log_evalue_of_sums(n, s1, s2)
+}
+
+/// ln E_n from the sums S₁ = Σ (d_i − μ₀) and S₂ = Σ (d_i − μ₀)² of `n` rounds.
+fn log_evalue_of_sums(n: usize, s1: f64, s2: f64) -> f64 {
+    if n < 2 || s2 <= 0.0 {
         return 0.0;
     }
     let n = n as f64;
@@ -212,6 +217,82 @@ pub fn judge_rounds(d: &[f64], alpha: f64) -> Judgement {
     interval(d, alpha).map_or(Judgement::Undecided, |i| judge(&i))
 }
 
+/// The half-width (log scale) of the set of round `n` (alone, [`set_at`]) for rounds whose
+/// sample standard deviation is `sd`: the set depends on the rounds only through their mean
+/// (its centre) and their spread. Infinite while `n` rounds cannot bound it.
+pub fn half_width_at(n: usize, sd: f64, alpha: f64) -> f64 {
+    let threshold = (1.0 / alpha).ln();
+    if n < 2 || log_evalue_limit(n) < threshold {
+        return f64::INFINITY;
+    }
+    if sd <= 0.0 {
+        return 0.0;
+    }
+    let nf = n as f64;
+    let spread = (nf - 1.0) * sd * sd;
+    // μ₀ = mean ± h: S₁ = n·h, S₂ = spread + n·h².
+    let e = |h: f64| log_evalue_of_sums(n, nf * h, spread + nf * h * h);
+    let mut hi = sd;
+    while e(hi) < threshold {
+        hi *= 2.0;
+        if !hi.is_finite() {
+            return f64::INFINITY;
+        }
+    }
+    let mut lo = 0.0;
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if e(mid) < threshold {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+/// The most rounds [`rounds_needed`] looks at.
+pub const ROUNDS_NEEDED_CAP: usize = 10_000;
+
+/// The fewest rounds whose set would decide a comparison whose rounds had mean `mean` and
+/// sample standard deviation `sd` (log scale) at `alpha`, were the mean and the spread to stay
+/// as they are: the set's half-width ([`half_width_at`]) at most the larger of |mean| (the
+/// set excludes 0: slower or faster) and ln 1.05 − |mean| (the set lies inside ±5 %: within).
+/// A planning figure: the running intersection the report uses may decide a little earlier.
+/// `None` beyond [`ROUNDS_NEEDED_CAP`].
+pub fn rounds_needed(mean: f64, sd: f64, alpha: f64) -> Option<usize> {
+    let margin = (1.0 + super::stats::EQUIVALENCE_MARGIN).ln();
+    let need = mean.abs().max(margin - mean.abs());
+    // The half-width falls as n grows (once bounded): a binary search for the first n.
+    let ok = |n: usize| half_width_at(n, sd, alpha) <= need;
+    if !ok(ROUNDS_NEEDED_CAP) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1, ROUNDS_NEEDED_CAP);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// Why rounds `d` are undecided: their mean, their sample standard deviation (log scale) and
+/// the rounds [`rounds_needed`] projects at `alpha` (`None` inside: beyond
+/// [`ROUNDS_NEEDED_CAP`]). `None` with fewer than 2 rounds.
+pub fn projection(d: &[f64], alpha: f64) -> Option<(f64, f64, Option<usize>)> {
+    let n = d.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+    Some((mean, sd, rounds_needed(mean, sd, alpha)))
+}
+
 /// The round at which the rounds `d` are first decided at `alpha` (1-based), or `None`.
 pub fn rounds_to_decide(d: &[f64], alpha: f64) -> Option<usize> {
     (2..=d.len()).find(|&k| judge_rounds(&d[..k], alpha) != Judgement::Undecided)
@@ -292,6 +373,64 @@ mod tests {
             last = (i.low, i.high);
         }
         assert!(rounds_to_decide(&d, a).is_some());
+    }
+
+    #[test]
+    fn the_projected_half_width_is_the_sets() {
+        let d = [0.10, 0.12, 0.09, 0.11, 0.13, 0.05];
+        let a = alpha(24);
+        let n = d.len();
+        let mean = d.iter().sum::<f64>() / n as f64;
+        let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+        let (lo, hi) = set_at(&d, a);
+        let h = half_width_at(n, sd, a);
+        assert!(((hi - lo) / 2.0 - h).abs() < 1e-9, "{lo} {hi} {h}");
+        assert_eq!(half_width_at(2, sd, a), f64::INFINITY);
+        // Narrower with more rounds and with less spread.
+        assert!(half_width_at(20, sd, a) < h);
+        assert!(half_width_at(n, sd / 2.0, a) < h);
+    }
+
+    #[test]
+    fn rounds_needed_grows_with_the_spread_and_with_a_mean_near_the_margins_middle() {
+        let a = alpha(24);
+        let clear = rounds_needed(0.15, 0.01, a).unwrap();
+        assert!(clear <= 4, "{clear}");
+        let noisy = rounds_needed(0.15, 0.08, a).unwrap();
+        assert!(noisy > clear);
+        // Half-way between 0 and ln 1.05 is the hardest place to decide from.
+        let middle = rounds_needed(1.05f64.ln() / 2.0, 0.02, a).unwrap();
+        assert!(middle > rounds_needed(0.0, 0.02, a).unwrap());
+        assert!(middle > rounds_needed(0.1, 0.02, a).unwrap());
+        // Once decided after that many rounds, the projection was right: rounds with exactly
+        // that mean and spread are decided at the projected count and not before.
+        let k = rounds_needed(0.1, 0.03, a).unwrap();
+        let rounds = |n: usize| -> Vec<f64> {
+            // n values of mean 0.1 and sample deviation 0.03.
+            let raw: Vec<f64> = (0..n)
+                .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+                .collect();
+            let m = raw.iter().sum::<f64>() / n as f64;
+            let s = (raw.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64).sqrt();
+            raw.iter().map(|x| 0.1 + (x - m) / s * 0.03).collect()
+        };
+        assert_ne!(
+            judge(&to_interval(set_at(&rounds(k), a), k)),
+            Judgement::Undecided
+        );
+        assert_eq!(
+            judge(&to_interval(set_at(&rounds(k - 1), a), k - 1)),
+            Judgement::Undecided
+        );
+    }
+
+    fn to_interval((lo, hi): (f64, f64), rounds: usize) -> Interval {
+        Interval {
+            ratio: ((lo + hi) / 2.0).exp(),
+            low: lo.exp(),
+            high: hi.exp(),
+            rounds,
+        }
     }
 
     #[test]

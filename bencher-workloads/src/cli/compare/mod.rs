@@ -35,8 +35,8 @@ use devguard::{
 };
 
 use crate::compare;
-use crate::compare::defaults;
 use crate::compare::stats::Judgement;
+use crate::compare::{allocate, defaults};
 
 // The workloads, targets, scales and budget by default: `crate::compare::defaults`.
 /// The most rounds a budget runs by default.
@@ -1375,18 +1375,85 @@ impl Runner<'_> {
         }
 
         let mut round = 0usize;
+        // Per undecided comparison, its rounds and the rounds it would need (after each round;
+        // compare::allocate prices it by them), and which waited the last round.
+        let mut projected: BTreeMap<(String, String), (usize, Option<usize>)> = BTreeMap::new();
+        let mut waited: BTreeSet<(String, String)> = BTreeSet::new();
         loop {
             let next = round + 1;
-            // What the next round runs: per workload, the baseline and the undecided targets.
+            // A budget run gives its next round to the comparisons nearest a verdict that the
+            // budget left can afford (compare::allocate); the others wait.
+            let waiting: BTreeSet<(String, String)> = match (fixed, budget) {
+                (None, Some(b)) if next > allocate::ALLOCATE_FROM => {
+                    let open: Vec<(String, String)> = undecided
+                        .iter()
+                        .flat_map(|(w, ts)| ts.iter().map(move |t| (w.clone(), t.clone())))
+                        .collect();
+                    let items: Vec<allocate::Open> = open
+                        .iter()
+                        .map(|c| {
+                            let (rounds, needed) = projected.get(c).copied().unwrap_or((0, None));
+                            allocate::Open {
+                                workload: workloads.iter().position(|x| *x == c.0).unwrap_or(0),
+                                rounds,
+                                needed,
+                                cost: timings.estimate(&c.0, &c.1).unwrap_or_default(),
+                            }
+                        })
+                        .collect();
+                    let take = allocate::allocate(
+                        &items,
+                        |wi| {
+                            timings
+                                .estimate(&workloads[wi], &base_name)
+                                .unwrap_or_default()
+                        },
+                        b.saturating_sub(started.elapsed()),
+                    );
+                    open.into_iter()
+                        .zip(take)
+                        .filter(|(_, t)| !t)
+                        .map(|(c, _)| c)
+                        .collect()
+                }
+                _ => BTreeSet::new(),
+            };
+            if waiting != waited && !waiting.is_empty() {
+                say(&format!(
+                    "round {next} goes to the comparisons nearest a verdict; waiting: {}",
+                    waiting
+                        .iter()
+                        .map(|c| {
+                            let (n, needed) = projected.get(c).copied().unwrap_or((0, None));
+                            format!(
+                                "{} {} ({n} rounds, {})",
+                                c.0,
+                                c.1,
+                                needed.map_or_else(
+                                    || "far from a verdict".to_string(),
+                                    |k| format!("about {k} needed")
+                                )
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            waited = waiting.clone();
+            // What the next round runs: per workload, the baseline and the undecided targets
+            // not waiting.
             let active: Vec<(usize, Vec<&str>)> = workloads
                 .iter()
                 .enumerate()
                 .filter_map(|(wi, w)| {
-                    let und = &undecided[w];
+                    let und: BTreeSet<&String> = undecided[w]
+                        .iter()
+                        .filter(|t| !waiting.contains(&(w.clone(), (*t).clone())))
+                        .collect();
                     if und.is_empty() {
                         return None;
                     }
-                    let mut set: BTreeSet<&str> = und.iter().map(String::as_str).collect();
+                    let mut set: BTreeSet<&str> = und.iter().map(|s| s.as_str()).collect();
                     set.insert(&base_name);
                     Some((wi, round_order(&targets, next, &set)))
                 })
@@ -1517,6 +1584,14 @@ impl Runner<'_> {
                     Stop::Fail(format!("reading the runs after round {round}: {e}"))
                 })?;
                 let judged = compare::decide(&cmp);
+                for (wi, row) in compare::projections(&cmp).iter().enumerate() {
+                    for (ti, p) in row.iter().enumerate() {
+                        if let Some(p) = p {
+                            projected
+                                .insert((cmp.workloads[wi].clone(), cmp.targets[ti].clone()), *p);
+                        }
+                    }
+                }
                 for (wi, w) in cmp.workloads.iter().enumerate() {
                     for (ti, t) in cmp.targets.iter().enumerate() {
                         let j = judged.get(wi).and_then(|r| r.get(ti)).copied().flatten();

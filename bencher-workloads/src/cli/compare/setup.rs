@@ -373,14 +373,20 @@ pub fn write_setup(
         ("budget", Some(b)) => format!(
             "a time budget of {} (`--budget`; the first release build apart), at most {} rounds: \
              each round runs minfs and only the targets whose comparison with it on that \
-             workload is still undecided; a workload whose comparisons are all decided stops; \
+             workload is still undecided — after the first {first} rounds, of those, the ones nearest a verdict \
+             that the budget left can afford (each priced by the rounds its confidence sequence \
+             would still need at its mean and spread so far, times its run time and minfs's; \
+             the others wait and are priced again after the next round: \
+             `bencher-workloads/src/compare/allocate.rs`); a workload whose comparisons are all \
+             decided stops; \
              the runs end when every comparison is decided or the next round (estimated from \
              the mean time of each workload and target so far, preparation and replays \
              included) would not fit. Took {}; the round each comparison was decided in: \
              compare.json's `decided`",
             super::plan::human(Duration::from_secs(b)),
             meta.max_rounds.unwrap_or(0),
-            super::plan::human(i.elapsed)
+            super::plan::human(i.elapsed),
+            first = crate::compare::allocate::ALLOCATE_FROM,
         ),
         _ => format!(
             "a fixed count of rounds (`--runs`); took {}",
