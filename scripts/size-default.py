@@ -2,6 +2,7 @@
 """How many rounds a comparison needs to tell a 5 % difference, from a pilot run.
 
     scripts/size-default.py DIR... [--margin 0.05] [--comparisons M] [--residuals FILE]
+                            [--budget-data FILE]
 
 DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs); with
 several (e.g. one pilot per workload, each at its own scale) their comparisons are pooled. For
@@ -12,7 +13,12 @@ report's comparisons, Bonferroni; bencher-workloads/src/compare/stats.rs). This 
 comparison, s and the rounds n that make t·s/√n ≤ ln(1 + margin), then the median and upper
 quartile over the comparisons. With --residuals FILE it also writes the residuals (d_k minus
 their mean, per comparison) as JSON: `{"residuals": [[...], ...]}`, the noise the verdict's
-simulation test draws from.
+simulation test draws from. With --budget-data FILE it writes what the simulation of a budget
+run needs, per workload: minfs's mean time per run and per target its mean time per run, its
+mean log-ratio (`effect`, over all its rounds) and its residuals (pooled over the DIRs, each
+DIR's about its own mean), with the budget and the
+time before round 1 — the times are those `compare.log` shows between one run's line and the
+next (preparation, the run, its replays), so each DIR needs its compare.log.
 
 Exit codes: 0; 1 DIR unreadable or with fewer than 2 rounds; 2 usage error.
 """
@@ -21,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -84,8 +91,9 @@ def rounds_needed(sd, half, confidence):
     return 10000
 
 
-def collect(dir, rows, residuals):
-    """The comparisons of one directory: (workload, target, sd, rounds) into rows, residuals."""
+def collect(dir, rows, residuals, means=None):
+    """The comparisons of one directory: (workload, target, sd, rounds) into rows, residuals
+    (and, given `means`, each comparison's mean log-ratio into it)."""
     try:
         meta = json.load(open(os.path.join(dir, "compare.json")))
     except (OSError, ValueError) as e:
@@ -113,6 +121,76 @@ def collect(dir, rows, residuals):
             m = statistics.mean(d)
             rows.append((w, t, statistics.stdev(d), len(d)))
             residuals.append([x - m for x in d])
+            if means is not None:
+                means.append((m, len(d)))
+
+
+RUN_LINE = re.compile(r"\] (\S+) (\S+): .*\(elapsed (?:(\d+)h)?(?:(\d+)m)?(\d+)s")
+WARM_UP = re.compile(r"warm-up run .*\(elapsed (?:(\d+)m)?(\d+)s")
+
+
+def run_times(dir):
+    """Per (workload, target), the wall time of each run as compare.log shows it (the elapsed
+    time of its line less the previous line's), and the elapsed time before round 1."""
+    times, prev, start = {}, None, 0
+    try:
+        lines = open(os.path.join(dir, "compare.log")).read().splitlines()
+    except OSError as e:
+        print(f"size-default.py: error: {dir}: {e}", file=sys.stderr)
+        sys.exit(1)
+    for line in lines:
+        m = WARM_UP.search(line)
+        if m:
+            prev = start = int(m.group(1) or 0) * 60 + int(m.group(2))
+            continue
+        m = RUN_LINE.search(line)
+        if m:
+            e = int(m.group(3) or 0) * 3600 + int(m.group(4) or 0) * 60 + int(m.group(5))
+            if prev is not None:
+                times.setdefault((m.group(1), m.group(2)), []).append(e - prev)
+            prev = e
+    return times, start
+
+
+def budget_data(dirs):
+    """The budget simulation's data from the DIRs (see the module's note)."""
+    times, starts, res, effects, budget = {}, [], {}, {}, None
+    workloads, targets = [], []
+    for d in dirs:
+        meta = json.load(open(os.path.join(d, "compare.json")))
+        budget = budget or meta.get("budget_s")
+        for w in meta["workloads"]:
+            if w not in workloads:
+                workloads.append(w)
+        for t in meta["targets"]:
+            if t not in targets:
+                targets.append(t)
+        t_d, start = run_times(d)
+        starts.append(start)
+        for k, v in t_d.items():
+            times.setdefault(k, []).extend(v)
+        rows, r, means = [], [], []
+        collect(d, rows, r, means)
+        for (w, t, _, _), x, m in zip(rows, r, means):
+            res.setdefault((w, t), []).extend(x)
+            effects.setdefault((w, t), []).append(m)
+    out = []
+    for w in workloads:
+        if (w, "minfs") not in times:
+            continue
+        out.append({
+            "name": w,
+            "baseline_s": round(statistics.mean(times[(w, "minfs")]), 3),
+            "targets": [
+                {"name": t, "cost_s": round(statistics.mean(times[(w, t)]), 3),
+                 "effect": round(sum(m * n for m, n in effects[(w, t)])
+                                 / sum(n for _, n in effects[(w, t)]), 6),
+                 "residuals": [round(x, 6) for x in res[(w, t)]]}
+                for t in targets if t != "minfs" and (w, t) in times and (w, t) in res
+            ],
+        })
+    return {"budget_s": budget, "before_round_1_s": round(statistics.mean(starts), 3),
+            "workloads": out}
 
 
 def main():
@@ -121,6 +199,7 @@ def main():
     ap.add_argument("--margin", type=float, default=0.05)
     ap.add_argument("--comparisons", type=int, help="M (default: this directory's)")
     ap.add_argument("--residuals")
+    ap.add_argument("--budget-data")
     a = ap.parse_args()
     rows, residuals = [], []
     for d in a.dir:
@@ -140,6 +219,12 @@ def main():
     med, q3 = statistics.median(sds), sds[(3 * len(sds)) // 4]
     print(f"\nmedian sd {med:.3f}: {rounds_needed(med, half, conf)} rounds; "
           f"upper quartile {q3:.3f}: {rounds_needed(q3, half, conf)} rounds")
+    if a.budget_data:
+        data = {"source": " ".join(os.path.relpath(d) for d in a.dir)}
+        data.update(budget_data(a.dir))
+        with open(a.budget_data, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
     if a.residuals:
         json.dump({"source": " ".join(os.path.abspath(d) for d in a.dir), "residuals": residuals},
                   open(a.residuals, "w"), indent=0)

@@ -27,6 +27,7 @@
 //! judged. `tests/verdict_stats.rs` simulates the runner with this rule on the default's
 //! measured noise and run times.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// The rounds every comparison gets before the allocation prices it: its spread is then
@@ -115,9 +116,90 @@ pub fn allocate(open: &[Open], baseline: impl Fn(usize) -> Duration, left: Durat
     take
 }
 
+/// The part of a round that fits in `left`: per workload in the round's order, its baseline
+/// and as many of its undecided targets (in their order) as fit with it; a workload is taken
+/// only with its baseline and at least one target, and one that does not fit is passed over
+/// for the cheaper ones after it. `cost(workload, target)` is a run's estimated time; `None`
+/// (nothing measured yet) counts as fitting. The whole round when it fits.
+pub fn fit_round<'a>(
+    round: &[(usize, Vec<&'a str>)],
+    baseline: &str,
+    cost: impl Fn(usize, &str) -> Option<Duration>,
+    left: Duration,
+) -> Vec<(usize, Vec<&'a str>)> {
+    let mut spent = Duration::ZERO;
+    let mut out = Vec::new();
+    for (wi, ts) in round {
+        let of = |t: &str| cost(*wi, t).unwrap_or_default();
+        let mut group = spent.saturating_add(of(baseline));
+        if group > left {
+            continue;
+        }
+        let mut taken: BTreeSet<&str> = BTreeSet::new();
+        for t in ts.iter().filter(|t| **t != baseline) {
+            let with = group.saturating_add(of(t));
+            if with <= left {
+                group = with;
+                taken.insert(t);
+            }
+        }
+        if taken.is_empty() {
+            continue;
+        }
+        spent = group;
+        out.push((
+            *wi,
+            ts.iter()
+                .copied()
+                .filter(|t| *t == baseline || taken.contains(t))
+                .collect(),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fit_round_takes_what_fits_the_budget_left_each_workload_with_its_baseline() {
+        let round = vec![
+            (0, vec!["minfs", "ext4", "xfs"]),
+            (1, vec!["xfs", "minfs", "ext4"]),
+            (2, vec!["minfs", "ext4"]),
+        ];
+        // Workload 0 costs 10 s a run, 1 costs 30 s, 2 costs 5 s.
+        let cost = |wi: usize, _t: &str| Some(Duration::from_secs([10, 30, 5][wi]));
+        let fit = |s| fit_round(&round, "minfs", cost, Duration::from_secs(s));
+        // Everything: 30 + 90 + 10 s.
+        assert_eq!(fit(130), round);
+        // 100 s: workload 0 whole (30 s), workload 1 with one target (60 s), 2 whole (10 s).
+        assert_eq!(
+            fit(100),
+            vec![
+                (0, vec!["minfs", "ext4", "xfs"]),
+                (1, vec!["xfs", "minfs"]),
+                (2, vec!["minfs", "ext4"])
+            ]
+        );
+        // 45 s: workload 1 does not fit even with one target; 2 is taken after it.
+        assert_eq!(
+            fit(45),
+            vec![
+                (0, vec!["minfs", "ext4", "xfs"]),
+                (2, vec!["minfs", "ext4"])
+            ]
+        );
+        // A baseline alone is no comparison: 15 s fits only workload 2.
+        assert_eq!(fit(15), vec![(2, vec!["minfs", "ext4"])]);
+        assert!(fit(9).is_empty());
+        // Nothing measured yet: everything counts as fitting.
+        assert_eq!(
+            fit_round(&round, "minfs", |_, _| None, Duration::ZERO),
+            round
+        );
+    }
 
     fn open(workload: usize, rounds: usize, needed: Option<usize>, cost_s: u64) -> Open {
         Open {

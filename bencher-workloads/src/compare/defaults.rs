@@ -37,15 +37,6 @@ pub const SCALES: [(&str, f64); 6] = [
 /// The wall-time budget, seconds.
 pub const BUDGET_S: f64 = 15.0 * 60.0;
 
-/// The rounds a comparison still undecided gets within the default budget: the fewest an
-/// undecided comparison got in the default's runs on the emulated drive
-/// (results/2026-11-28-vm-emulated-default-2, -3 and -4: 7 to 10, the last one a partial
-/// round of what still fitted; 7 or 8 in 2026-11-27's -6 to -8). The first round of all 30 runs takes about 2 min 40 s with their
-/// preparation and replays, so 15 minutes would fit 5 if nothing stopped early; the
-/// sync-heavy workloads' comparisons stop at rounds 3–4, which leaves room for two or three
-/// more.
-pub const ROUNDS_IN_BUDGET: usize = 7;
-
 /// The comparisons a default report plans: every workload × every target but minfs.
 pub fn comparisons() -> usize {
     WORKLOADS.len() * (TARGETS.len() - 1)

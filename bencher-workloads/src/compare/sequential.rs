@@ -63,7 +63,13 @@ pub const PRIOR_PRECISIONS: [f64; 4] = [1.0, 0.1, 0.01, 0.001];
 
 /// ln of the mean of `exp(x)` over `xs` (a mixture with equal weights), without overflow.
 fn log_mean_exp(xs: impl Iterator<Item = f64>) -> f64 {
-    let xs: Vec<f64> = xs.collect();
+    let mut v = [0.0; PRIOR_PRECISIONS.len()];
+    let mut len = 0;
+    for x in xs.take(v.len()) {
+        v[len] = x;
+        len += 1;
+    }
+    let xs = &v[..len];
     let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if max == f64::INFINITY {
         return f64::INFINITY;
@@ -171,26 +177,72 @@ pub fn set_at(d: &[f64], alpha: f64) -> (f64, f64) {
 /// cannot bound it. Should the intersection be empty (the data contradict the assumptions),
 /// the last round's set alone.
 pub fn interval(d: &[f64], alpha: f64) -> Option<Interval> {
-    let n = d.len();
-    if n < 2 {
-        return None;
+    let mut r = Running::new(alpha);
+    for x in d {
+        r.push(*x);
     }
-    let (mut low, mut high) = (f64::NEG_INFINITY, f64::INFINITY);
-    for k in 2..=n {
-        let (l, h) = set_at(&d[..k], alpha);
-        low = low.max(l);
-        high = high.min(h);
+    r.interval()
+}
+
+/// A confidence sequence fed one round at a time: [`interval`] of the rounds so far, without
+/// going over the earlier rounds again ([`interval`] is this, fed the rounds in order).
+#[derive(Debug, Clone)]
+pub struct Running {
+    alpha: f64,
+    d: Vec<f64>,
+    low: f64,
+    high: f64,
+}
+
+impl Running {
+    /// No rounds yet, at `alpha`.
+    pub fn new(alpha: f64) -> Running {
+        Running {
+            alpha,
+            d: Vec::new(),
+            low: f64::NEG_INFINITY,
+            high: f64::INFINITY,
+        }
     }
-    if low > high {
-        (low, high) = set_at(d, alpha);
+
+    /// Adds the next round's log-ratio.
+    pub fn push(&mut self, x: f64) {
+        self.d.push(x);
+        if self.d.len() >= 2 {
+            let (l, h) = set_at(&self.d, self.alpha);
+            self.low = self.low.max(l);
+            self.high = self.high.min(h);
+        }
     }
-    let mean = d.iter().sum::<f64>() / n as f64;
-    Some(Interval {
-        ratio: mean.clamp(low, high).exp(),
-        low: low.exp(),
-        high: high.exp(),
-        rounds: n,
-    })
+
+    /// The rounds so far.
+    pub fn rounds(&self) -> &[f64] {
+        &self.d
+    }
+
+    /// [`interval`] of the rounds so far.
+    pub fn interval(&self) -> Option<Interval> {
+        let n = self.d.len();
+        if n < 2 {
+            return None;
+        }
+        let (mut low, mut high) = (self.low, self.high);
+        if low > high {
+            (low, high) = set_at(&self.d, self.alpha);
+        }
+        let mean = self.d.iter().sum::<f64>() / n as f64;
+        Some(Interval {
+            ratio: mean.clamp(low, high).exp(),
+            low: low.exp(),
+            high: high.exp(),
+            rounds: n,
+        })
+    }
+
+    /// The verdict on the rounds so far ([`judge_rounds`]).
+    pub fn judge(&self) -> Judgement {
+        self.interval().map_or(Judgement::Undecided, |i| judge(&i))
+    }
 }
 
 /// The per-round log-ratios of `target` to `base` (index k = round k) over the rounds in which
@@ -221,34 +273,57 @@ pub fn judge_rounds(d: &[f64], alpha: f64) -> Judgement {
 /// sample standard deviation is `sd`: the set depends on the rounds only through their mean
 /// (its centre) and their spread. Infinite while `n` rounds cannot bound it.
 pub fn half_width_at(n: usize, sd: f64, alpha: f64) -> f64 {
-    let threshold = (1.0 / alpha).ln();
-    if n < 2 || log_evalue_limit(n) < threshold {
+    let unit = unit_half_width(n, alpha);
+    if !unit.is_finite() {
         return f64::INFINITY;
     }
     if sd <= 0.0 {
         return 0.0;
     }
-    let nf = n as f64;
-    let spread = (nf - 1.0) * sd * sd;
-    // μ₀ = mean ± h: S₁ = n·h, S₂ = spread + n·h².
-    let e = |h: f64| log_evalue_of_sums(n, nf * h, spread + nf * h * h);
-    let mut hi = sd;
-    while e(hi) < threshold {
-        hi *= 2.0;
-        if !hi.is_finite() {
-            return f64::INFINITY;
-        }
+    // The e-value depends on the rounds only through h / sd: the width scales with the spread.
+    unit * sd
+}
+
+std::thread_local! {
+    /// [`unit_half_width`]'s values by (α's bits, n): the runner and the simulation ask for the
+    /// same few again and again.
+    static UNIT_HALF_WIDTHS: std::cell::RefCell<std::collections::HashMap<(u64, usize), f64>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// [`half_width_at`] for a sample deviation of 1.
+fn unit_half_width(n: usize, alpha: f64) -> f64 {
+    let key = (alpha.to_bits(), n);
+    if let Some(h) = UNIT_HALF_WIDTHS.with(|m| m.borrow().get(&key).copied()) {
+        return h;
     }
-    let mut lo = 0.0;
-    for _ in 0..100 {
-        let mid = (lo + hi) / 2.0;
-        if e(mid) < threshold {
-            lo = mid;
-        } else {
-            hi = mid;
+    let threshold = (1.0 / alpha).ln();
+    let h = if n < 2 || log_evalue_limit(n) < threshold {
+        f64::INFINITY
+    } else {
+        let nf = n as f64;
+        let spread = nf - 1.0;
+        // μ₀ = mean ± h: S₁ = n·h, S₂ = spread + n·h².
+        let e = |h: f64| log_evalue_of_sums(n, nf * h, spread + nf * h * h);
+        let mut hi = 1.0;
+        let mut lo = 0.0;
+        while e(hi) < threshold {
+            lo = hi;
+            hi *= 2.0;
         }
-    }
-    hi
+        // To a relative 1e-9: a planning figure.
+        while hi - lo > 1e-9 * hi {
+            let mid = (lo + hi) / 2.0;
+            if e(mid) < threshold {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    };
+    UNIT_HALF_WIDTHS.with(|m| m.borrow_mut().insert(key, h));
+    h
 }
 
 /// The most rounds [`rounds_needed`] looks at.

@@ -1481,7 +1481,7 @@ impl Runner<'_> {
                     // Which comparisons get another round may depend on anything seen so far
                     // without harming the confidence sequences (compare::sequential).
                     let left = b.saturating_sub(started.elapsed());
-                    let fitted = plan::fit_round(
+                    let fitted = allocate::fit_round(
                         &active,
                         &base_name,
                         |wi, t| timings.estimate(&workloads[wi], t),
