@@ -64,18 +64,34 @@ fn noise(file: &str) -> (Vec<f64>, Vec<f64>) {
         if c.as_array().unwrap().len() < 2 {
             continue;
         }
-        let c: Vec<f64> = c
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
-        let n = c.len() as f64;
-        let sd = (c.iter().map(|x| x * x).sum::<f64>() / (n - 1.0)).sqrt();
+        let (sd, s) = standardised(&floats(c));
         sds.push(sd);
-        shape.extend(c.iter().map(|x| x / sd * (n / (n - 1.0)).sqrt()));
+        shape.extend(s);
     }
     (sds, shape)
+}
+
+/// A JSON array of numbers.
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// One comparison's residuals (at least 2): their standard deviation, and each divided by it
+/// and scaled by √(n/(n − 1)) to unit variance (none if they are all 0).
+fn standardised(r: &[f64]) -> (f64, Vec<f64>) {
+    let n = r.len() as f64;
+    let sd = (r.iter().map(|x| x * x).sum::<f64>() / (n - 1.0)).sqrt();
+    if sd <= 0.0 {
+        return (sd, Vec::new());
+    }
+    (
+        sd,
+        r.iter().map(|x| x / sd * (n / (n - 1.0)).sqrt()).collect(),
+    )
 }
 
 /// The shape for the same target twice: `shape` and its mirror image. The log-ratio of two
@@ -252,17 +268,8 @@ impl Device {
                     .unwrap()
                     .iter()
                     .map(|t| {
-                        let r: Vec<f64> = t["residuals"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .map(|x| x.as_f64().unwrap())
-                            .collect();
-                        let n = r.len() as f64;
-                        let sd = (r.iter().map(|x| x * x).sum::<f64>() / (n - 1.0)).sqrt();
-                        if sd > 0.0 {
-                            shape.extend(r.iter().map(|x| x / sd * (n / (n - 1.0)).sqrt()));
-                        }
+                        let (sd, s) = standardised(&floats(&t["residuals"]));
+                        shape.extend(s);
                         Target {
                             name: t["name"].as_str().unwrap().to_string(),
                             cost: t["cost_s"].as_f64().unwrap(),
@@ -297,12 +304,13 @@ impl Device {
 type At = (usize, usize);
 
 /// One simulated budget run on `dev`, as `minfs-bench compare` runs it: rounds until the budget
-/// fits no further one (or the default's most rounds) (`allocate::fit_round` on the measured run times), each round running
-/// minfs and the open comparisons — with the runner's rule, after the first
-/// `allocate::ALLOCATE_FROM` rounds only those `allocate::allocate` gives it — each comparison
-/// judged by `rule` after each of its rounds and closed once decided. Comparison `at` has the
-/// true log-ratio `effect(at)`, its measured deviation and rounds drawn from the pooled shape.
-/// Returns each comparison's verdict and the round it was decided at (0: never).
+/// fits no further one (`allocate::fit_round` on the measured run times) or the default's most
+/// rounds are done, each round running minfs and the open comparisons — with the runner's
+/// rule, after the first `allocate::ALLOCATE_FROM` rounds only those `allocate::allocate` gives
+/// it — each comparison judged by `rule` after each of its rounds and closed once decided.
+/// Comparison `at` has the true log-ratio `effect(at)`, its measured deviation and rounds drawn
+/// from the pooled shape. Returns each comparison's verdict and the round it was decided at
+/// (0: never).
 fn budget_run(
     rng: &mut ChaCha8Rng,
     dev: &Device,
