@@ -137,37 +137,17 @@ pub fn min_rounds(alpha: f64) -> usize {
 /// 2 values or too few for `alpha`.
 pub fn set_at(d: &[f64], alpha: f64) -> (f64, f64) {
     let n = d.len();
-    let unbounded = (f64::NEG_INFINITY, f64::INFINITY);
-    let threshold = (1.0 / alpha).ln();
-    if n < 2 || log_evalue_limit(n) < threshold {
-        return unbounded;
+    if n < 2 {
+        return (f64::NEG_INFINITY, f64::INFINITY);
     }
     let mean = d.iter().sum::<f64>() / n as f64;
-    let spread = d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
-    if spread <= 0.0 {
-        // Every value the same: any other mean is as far as can be (the limit, reached above).
-        return (mean, mean);
+    let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+    // Every value the same (sd 0): any other mean is as far as can be, a set of one point.
+    let h = half_width_at(n, sd, alpha);
+    if !h.is_finite() {
+        return (f64::NEG_INFINITY, f64::INFINITY);
     }
-    let e = |h: f64| log_evalue(d, mean + h);
-    let mut hi = (spread / n as f64).sqrt().max(1e-12);
-    let mut doublings = 0;
-    while e(hi) < threshold {
-        hi *= 2.0;
-        doublings += 1;
-        if doublings > 200 || !hi.is_finite() {
-            return unbounded;
-        }
-    }
-    let mut lo = 0.0;
-    for _ in 0..100 {
-        let mid = (lo + hi) / 2.0;
-        if e(mid) < threshold {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    (mean - hi, mean + hi)
+    (mean - h, mean + h)
 }
 
 /// The confidence sequence's interval after the rounds `d` (the per-round log-ratios, in round
@@ -311,9 +291,12 @@ fn unit_half_width(n: usize, alpha: f64) -> f64 {
             lo = hi;
             hi *= 2.0;
         }
-        // To a relative 1e-9: a planning figure.
-        while hi - lo > 1e-9 * hi {
+        // To the last bit: [`set_at`]'s bounds are the verdict's.
+        for _ in 0..200 {
             let mid = (lo + hi) / 2.0;
+            if mid <= lo || mid >= hi {
+                break;
+            }
             if e(mid) < threshold {
                 lo = mid;
             } else {
