@@ -152,8 +152,9 @@ def run_times(dir):
     return times, start
 
 
-def budget_data(dirs):
-    """The budget simulation's data from the DIRs (see the module's note)."""
+def budget_data(dirs, rows, residuals, means):
+    """The budget simulation's data from the DIRs (see the module's note) and what `collect`
+    gave for them."""
     times, starts, res, effects, budget = {}, [], {}, {}, None
     workloads, targets = [], []
     for d in dirs:
@@ -169,11 +170,9 @@ def budget_data(dirs):
         starts.append(start)
         for k, v in t_d.items():
             times.setdefault(k, []).extend(v)
-        rows, r, means = [], [], []
-        collect(d, rows, r, means)
-        for (w, t, _, _), x, m in zip(rows, r, means):
-            res.setdefault((w, t), []).extend(x)
-            effects.setdefault((w, t), []).append(m)
+    for (w, t, _, _), x, m in zip(rows, residuals, means):
+        res.setdefault((w, t), []).extend(x)
+        effects.setdefault((w, t), []).append(m)
     out = []
     for w in workloads:
         if (w, "minfs") not in times:
@@ -201,9 +200,9 @@ def main():
     ap.add_argument("--residuals")
     ap.add_argument("--budget-data")
     a = ap.parse_args()
-    rows, residuals = [], []
+    rows, residuals, means = [], [], []
     for d in a.dir:
-        collect(d, rows, residuals)
+        collect(d, rows, residuals, means)
     if not rows:
         print(f"size-default.py: error: {' '.join(a.dir)}: no comparison with 2 or more rounds", file=sys.stderr)
         sys.exit(1)
@@ -221,7 +220,7 @@ def main():
           f"upper quartile {q3:.3f}: {rounds_needed(q3, half, conf)} rounds")
     if a.budget_data:
         data = {"source": " ".join(os.path.relpath(d) for d in a.dir)}
-        data.update(budget_data(a.dir))
+        data.update(budget_data(a.dir, rows, residuals, means))
         with open(a.budget_data, "w") as f:
             json.dump(data, f, indent=1)
             f.write("\n")

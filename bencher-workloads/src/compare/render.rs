@@ -358,28 +358,15 @@ pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
         .collect()
 }
 
-/// For a budget run's undecided comparison of target `t` with the baseline `b` on workload
-/// `w`: `; rounds vary by 4.7 %, about 17 would decide it` — the sample deviation of its
-/// per-round log-ratios and the rounds [`sequential::rounds_needed`] projects at the report's
-/// level, were its mean and spread to stay as they are. Empty with fewer than 3 rounds (no
-/// spread worth the name).
-fn undecided_why(
-    cmp: &Comparison,
-    w: usize,
-    t: usize,
-    b: usize,
-    source: Source<'_>,
-    judged: &Judgements,
-) -> String {
-    let d = sequential::paired_log_ratios(
-        &round_totals(&cmp.cells[w][t], source),
-        &round_totals(&cmp.cells[w][b], source),
-    );
+/// For a budget run's undecided comparison with the per-round log-ratios `d`: `; rounds vary
+/// by 4.7 %, about 17 would decide it` — their sample deviation and the rounds
+/// [`sequential::rounds_needed`] projects at the report's level `alpha`, were their mean and
+/// spread to stay as they are. Empty with fewer than 3 rounds (no spread worth the name).
+fn undecided_why(d: &[f64], alpha: f64) -> String {
     if d.len() < 3 {
         return String::new();
     }
-    let alpha = 1.0 - judged.confidence;
-    match sequential::projection(&d, alpha) {
+    match sequential::projection(d, alpha) {
         Some((_, sd, needed)) => format!(
             "; rounds vary by {:.1} %, {} would decide it",
             sd * 100.0,
@@ -497,24 +484,32 @@ fn verdict_sentence_with(
         // A budget run stops each comparison when decided: say after how many rounds, and for
         // one still undecided why — how much its rounds vary and how many rounds would decide
         // it at that spread and its mean so far.
-        let rounds = |n: usize, undecided: bool| {
-            if !judged.sequential {
-                return String::new();
-            }
-            let why = if undecided {
-                undecided_why(cmp, w, t, b, source, judged)
+        let alpha = 1.0 - judged.confidence;
+        let log_ratios = || {
+            sequential::paired_log_ratios(
+                &round_totals(&cmp.cells[w][t], source),
+                &round_totals(&cmp.cells[w][b], source),
+            )
+        };
+        let rounds = |n: usize, why: &str| {
+            if judged.sequential {
+                format!(" ({n} round{}{why})", if n == 1 { "" } else { "s" })
             } else {
                 String::new()
-            };
-            format!(" ({n} round{}{why})", if n == 1 { "" } else { "s" })
+            }
         };
         match judged.cells[w][t] {
             Some(j) => {
+                let why = if judged.sequential && j.judgement == Judgement::Undecided {
+                    undecided_why(&log_ratios(), alpha)
+                } else {
+                    String::new()
+                };
                 let text = format!(
                     "{} {}{}{range}",
                     md(target),
                     ratio_with_interval(j.interval.ratio, Some(&j.interval)),
-                    rounds(j.interval.rounds, j.judgement == Judgement::Undecided)
+                    rounds(j.interval.rounds, &why)
                 );
                 let entry = (j.interval.ratio, text);
                 match j.judgement {
@@ -531,13 +526,12 @@ fn verdict_sentence_with(
                     None => md(target),
                 };
                 if judged.sequential {
-                    let base_totals = round_totals(&cmp.cells[w][b], source);
-                    let n = sequential::paired_log_ratios(
-                        &round_totals(&cmp.cells[w][t], source),
-                        &base_totals,
-                    )
-                    .len();
-                    undecided.push((r.unwrap_or(f64::NAN), format!("{text}{}", rounds(n, true))));
+                    let d = log_ratios();
+                    let why = undecided_why(&d, alpha);
+                    undecided.push((
+                        r.unwrap_or(f64::NAN),
+                        format!("{text}{}", rounds(d.len(), &why)),
+                    ));
                 } else {
                     unjudged.push((r.unwrap_or(f64::NAN), text));
                 }

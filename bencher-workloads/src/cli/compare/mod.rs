@@ -1446,14 +1446,14 @@ impl Runner<'_> {
                 .iter()
                 .enumerate()
                 .filter_map(|(wi, w)| {
-                    let und: BTreeSet<&String> = undecided[w]
+                    let mut set: BTreeSet<&str> = undecided[w]
                         .iter()
                         .filter(|t| !waiting.contains(&(w.clone(), (*t).clone())))
+                        .map(String::as_str)
                         .collect();
-                    if und.is_empty() {
+                    if set.is_empty() {
                         return None;
                     }
-                    let mut set: BTreeSet<&str> = und.iter().map(|s| s.as_str()).collect();
                     set.insert(&base_name);
                     Some((wi, round_order(&targets, next, &set)))
                 })
