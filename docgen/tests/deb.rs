@@ -214,7 +214,7 @@ fn debian_package_installs_works_and_removes_cleanly() {
         "fuse.minfs"
     );
     std::fs::write(mnt.join("hello"), b"from the package").unwrap();
-    let out = run(cmd("umount").arg(&mnt));
+    let out = testutil::umount_retrying_busy(cmd("umount").arg(&mnt));
     assert!(out.status.success(), "umount: {}", text(&out));
     let out = run(cmd("fsck").args(["-t", "minfs", "-n"]).arg(&img));
     assert_eq!(

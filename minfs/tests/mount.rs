@@ -134,14 +134,21 @@ impl Mounted {
     }
 
     /// `minfs umount`; then the server must be gone and nothing mounted.
+    ///
+    /// A busy refusal is tried again for a moment ([`testutil::umount_retrying_busy`]: a
+    /// child another test forks holds a copy of this test's files until its exec). The CLI's
+    /// own refusal of a busy mount is tested apart, without this helper.
     fn umount(mut self) {
-        minfs()
-            .arg("umount")
-            .arg(self.path())
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .success()
-            .stdout(predicate::str::contains("released"));
+        let out = testutil::umount_retrying_busy(
+            Command::new(assert_cmd::cargo::cargo_bin("minfs"))
+                .arg("umount")
+                .arg(self.path()),
+        );
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("released"),
+            "minfs umount: {}",
+            testutil::output_text(&out)
+        );
         self.done = true;
         // `minfs umount` returned after the server exited: reaping it does not wait.
         let start = Instant::now();
@@ -1224,6 +1231,34 @@ fn the_server_moves_requests_through_huge_page_buffers() {
          before: {before:x?}); expected fuser's receive buffer and minfs's I/O buffer",
         after.len()
     );
+}
+
+/// Regression (CI, 2026-11-28: `the_server_moves_requests_through_huge_page_buffers` failed
+/// with "umount failed: … busy" after closing its file): a process forked while the file was
+/// open holds the mount until it lets its copy go; `Mounted::umount` must wait that out, as it
+/// would a sibling test's child between fork and exec, and still unmount.
+#[test]
+fn umount_waits_out_a_forked_childs_copy_of_a_closed_file() {
+    require_fuse!();
+    let dir = scratch();
+    let img = image(dir.path(), "64M");
+    let m = Mounted::new(&img, &[]);
+    let f = File::create(m.file("held")).unwrap();
+    // The child's stdin is a copy of `f`, held for 0.7 s, as a forked child holds every
+    // open file until its exec.
+    let mut child = Command::new("sleep")
+        .arg("0.7")
+        .stdin(f.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    drop(f);
+    let started = Instant::now();
+    m.umount();
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "umount succeeded while the child still held the file: the test did not make the case"
+    );
+    child.wait().unwrap();
 }
 
 /// Regression (issue 37): after the server of mount A was killed and the same image mounted

@@ -248,7 +248,7 @@ fn fstab_lines_work_with_mount_fsck_and_umount() {
     // umount DIR runs umount.fuse.minfs (its -v message says so), which returns once the
     // server has released the target: an exclusive open (fsck -y) succeeds at once.
     for (m, target) in [(&m1, dev.path()), (&m2, img.as_path())] {
-        let out = run(cmd("umount").arg("-v").arg(m));
+        let out = testutil::umount_retrying_busy(cmd("umount").arg("-v").arg(m));
         assert!(out.status.success(), "umount: {}", text(&out));
         assert!(
             String::from_utf8_lossy(&out.stdout).contains(&format!(
@@ -417,7 +417,7 @@ fn fstab_lines_work_with_mount_fsck_and_umount() {
     assert_eq!((src.as_str(), fstype.as_str()), (s(&img), "fuse.minfs"));
     assert!(opts.starts_with("ro,"), "{opts}");
     assert_eq!(std::fs::read(m2.join("hello")).unwrap(), b"on the image");
-    let out = run(cmd("umount").arg(&m2));
+    let out = testutil::umount_retrying_busy(cmd("umount").arg(&m2));
     assert!(out.status.success(), "{}", text(&out));
     assert!(findmnt(&m2).is_empty());
 }
