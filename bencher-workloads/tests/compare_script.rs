@@ -358,6 +358,19 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     assert!(stats["requests"]["writes"].as_u64().unwrap() > 0, "{stats}");
     let compare: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out_dir.join("compare.json")).unwrap()).unwrap();
+    // The options that make this device again (the report's command for what a budget left
+    // undecided): the default profile and its span (the device SETUP.md names), the queue.
+    let span = setup
+        .lines()
+        .find_map(|l| l.strip_prefix("| span of the emulated drive | "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|b| b.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no span in SETUP.md: {setup}"));
+    let mut want = vec![serde_json::json!(format!("--span={}M", span >> 20))];
+    if drive_queue {
+        want.push(serde_json::json!("--drive-queue"));
+    }
+    assert_eq!(compare["args"], serde_json::Value::Array(want), "{compare}");
     if compare["trace"] == true {
         let check = fs::read_to_string(out_dir.join("emulation-check.md")).unwrap();
         assert!(
@@ -677,6 +690,11 @@ fn compare_script_on_the_whole_emulated_drive_runs_target_by_target_and_cleans_u
         serde_json::from_str(&fs::read_to_string(out_dir.join("compare.json")).unwrap()).unwrap();
     assert_eq!(compare["order"], "targets");
     assert_eq!(compare["content"], "zeros");
+    assert_eq!(
+        compare["args"],
+        serde_json::json!(["--whole-drive", "--content=zeros"]),
+        "{compare}"
+    );
     let stats: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out_dir.join("emulator-stats.json")).unwrap())
             .unwrap();

@@ -1240,3 +1240,58 @@ fn an_undecided_budget_comparison_says_how_much_its_rounds_vary_and_what_would_d
     // The decided comparison carries no such note.
     assert_eq!(v.matches("rounds vary by").count(), 1, "{v}");
 }
+
+#[test]
+fn a_budget_report_gives_the_command_that_runs_the_undecided_comparisons_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let base: &[u64] = &[1000; 6];
+    let clear: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+    let two_state: &[u64] = &[1080, 930, 1090, 920, 1010, 990];
+    // w1: a and c decided, b not; w2: all three decided.
+    let w1 = [
+        ("minfs", base),
+        ("a", clear),
+        ("b", two_state),
+        ("c", clear),
+    ];
+    totals_fixture(dir, "emulated", "w1", &w1);
+    totals_fixture(
+        dir,
+        "emulated",
+        "w2",
+        &[("minfs", base), ("a", clear), ("b", clear), ("c", clear)],
+    );
+    let meta = |budget: u64| {
+        json!({"workloads": ["w1", "w2"], "targets": ["minfs", "a", "b", "c"], "runs": 6,
+               "device": "emulated", "stopping": "budget", "budget_s": budget,
+               "scales": {"w1": 0.3, "w2": 0.3},
+               "args": ["--span=1306M", "--device=/dev/disk/by-id/a b"]})
+        .to_string()
+    };
+    fs::write(dir.join("compare.json"), meta(900)).unwrap();
+    let md = render(dir);
+    let line = line_with(&md, "**To decide the rest**");
+    assert!(
+        line.contains(
+            "`scripts/compare.sh --span=1306M '--device=/dev/disk/by-id/a b' --workloads=w1 \
+             --targets=minfs,b --scale=w1=0.3`"
+        ),
+        "{line}"
+    );
+    // One comparison planned instead of six: each interval at 95 % instead of 0.05/6.
+    assert!(
+        line.contains("planning 1 comparison where this one planned 6")
+            && line.contains("at 95.00 % instead of 99.17 %"),
+        "{line}"
+    );
+    // A budget not the default is given with it.
+    fs::write(dir.join("compare.json"), meta(1800)).unwrap();
+    let line = line_with(&render(dir), "**To decide the rest**").to_string();
+    assert!(line.contains(" --budget=1800s`"), "{line}");
+    // With everything decided there is nothing to offer.
+    totals_fixture(dir, "emulated", "w1", &[("b", clear)]);
+    fs::write(dir.join("compare.json"), meta(900)).unwrap();
+    let md = render(dir);
+    assert!(!md.contains("To decide the rest"), "{md}");
+}

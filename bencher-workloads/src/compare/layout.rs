@@ -60,6 +60,10 @@ pub struct Meta {
     pub budget_s: Option<f64>,
     /// The most rounds a budget run would take.
     pub max_rounds: Option<u64>,
+    /// Each workload's scale.
+    pub scales: Option<BTreeMap<String, f64>>,
+    /// The options that make the run's device and settings again (runs since 2026-11-28).
+    pub args: Option<Vec<String>>,
 }
 
 impl Meta {

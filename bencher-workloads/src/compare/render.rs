@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::defaults;
 use super::format::{self, md};
 use super::layout::{Cell, Comparison, DriveWork, Modelled, Profile, Run};
 use super::plot::Dot;
@@ -580,6 +581,71 @@ fn verdict_sentence_with(
     format!("**{name}**: {}.", parts.join("; "))
 }
 
+/// For a budget run that left comparisons undecided, the command that runs just them again
+/// and how many comparisons it plans: the workloads with an undecided comparison, the baseline
+/// and every target undecided on any of them (so it may re-run a few decided ones), their
+/// scales where not the default, the budget where not the default, and compare.json's `args`
+/// (the device and settings). `None` when nothing was left undecided or the run had a fixed
+/// count; a target without a successful run is not offered again.
+fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<(String, usize)> {
+    if !judged.sequential {
+        return None;
+    }
+    let b = cmp.baseline()?;
+    let open = |w: usize, t: usize| {
+        t != b
+            && !Source::Measured.reports(&cmp.cells[w][t]).is_empty()
+            && judged.cells[w][t].is_none_or(|j| j.judgement == Judgement::Undecided)
+    };
+    let targets = 0..cmp.targets.len();
+    let workloads: Vec<usize> = (0..cmp.workloads.len())
+        .filter(|&w| targets.clone().any(|t| open(w, t)))
+        .collect();
+    if workloads.is_empty() {
+        return None;
+    }
+    let targets: Vec<usize> = targets
+        .filter(|&t| t == b || workloads.iter().any(|&w| open(w, t)))
+        .collect();
+    let names = |list: &[usize], of: &[String]| {
+        list.iter()
+            .map(|&i| of[i].as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut cmd = vec!["scripts/compare.sh".to_string()];
+    cmd.extend(cmp.meta.args.iter().flatten().cloned());
+    cmd.push(format!("--workloads={}", names(&workloads, &cmp.workloads)));
+    cmd.push(format!("--targets={}", names(&targets, &cmp.targets)));
+    let scales: Vec<String> = workloads
+        .iter()
+        .filter_map(|&w| {
+            let name = &cmp.workloads[w];
+            let s = *cmp.meta.scales.as_ref()?.get(name)?;
+            (defaults::scale(name) != Some(s)).then(|| format!("{name}={s}"))
+        })
+        .collect();
+    if !scales.is_empty() {
+        cmd.push(format!("--scale={}", scales.join(",")));
+    }
+    if let Some(budget) = cmp.meta.budget_s.filter(|b| *b != defaults::BUDGET_S) {
+        cmd.push(format!("--budget={}s", budget.round()));
+    }
+    let cmd: Vec<String> = cmd.iter().map(|a| shell_word(a)).collect();
+    Some((cmd.join(" "), workloads.len() * (targets.len() - 1)))
+}
+
+/// `word` as one word of a POSIX shell command: as it is where it holds only characters no
+/// shell treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The drive-model profiles that are rule sets of one drive: the shipped one and all of them
 /// (it first). `compare.json`'s `variants` where it names profiles the directory has; else
 /// every profile but a `-4kn` one, `st1000dm003` first where present. `None` without
@@ -989,6 +1055,24 @@ pub fn verdict(cmp: &Comparison) -> String {
             out,
             "- {}",
             verdict_sentence_with(cmp, w, Source::Measured, &judged, None)
+        );
+    }
+    if let Some((cmd, m)) = rest_command(cmp, &judged) {
+        let _ = writeln!(
+            out,
+            "\n**To decide the rest**, run the comparisons left undecided on their own, with \
+             this run's device and scales: `{cmd}`{} — a new run planning {m} comparison{} where \
+             this one planned {}, so each interval is at {:.2} % instead of {:.2} % (95 % for \
+             them together) and fewer rounds decide it; the budget is theirs alone.",
+            if cmp.meta.args.is_none() {
+                " (with this run's device options: SETUP.md)"
+            } else {
+                ""
+            },
+            if m == 1 { "" } else { "s" },
+            judged.comparisons,
+            (1.0 - sequential::alpha(m)) * 100.0,
+            judged.confidence * 100.0
         );
     }
     let why = faster_than_baseline(cmp, &judged);

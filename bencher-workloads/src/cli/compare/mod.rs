@@ -820,6 +820,52 @@ impl Runner<'_> {
         runner.run(out, label, git_rev)
     }
 
+    /// compare.json's `args`: the options that make this device (of `bytes`) and these
+    /// settings again.
+    fn rerun_args(&self, whole: bool, bytes: u64) -> Vec<String> {
+        let size = |b: u64| {
+            if b % (1 << 20) == 0 {
+                format!("{}M", b >> 20)
+            } else {
+                b.to_string()
+            }
+        };
+        let mut a = Vec::new();
+        match &self.o.kind {
+            DeviceKind::Emulated { profile } => {
+                if profile != DEFAULT_PROFILE {
+                    a.push(format!("--device=emulated:{profile}"));
+                }
+                a.push(if whole {
+                    "--whole-drive".to_string()
+                } else {
+                    format!("--span={}", size(bytes))
+                });
+                if self.args.drive_queue {
+                    a.push("--drive-queue".into());
+                }
+            }
+            DeviceKind::Loop => {
+                a.push("--device=loop".into());
+                a.push(format!("--image-size={}", size(bytes)));
+            }
+            DeviceKind::Real(p) => a.push(format!("--device={}", p.display())),
+        }
+        if self.o.sector_size != 512 {
+            a.push(format!("--sector-size={}", self.o.sector_size));
+        }
+        if self.o.content != "stream" {
+            a.push(format!("--content={}", self.o.content));
+        }
+        if let Some(s) = self.o.seed {
+            a.push(format!("--seed={s}"));
+        }
+        if let Some(b) = self.o.block_size {
+            a.push(format!("--block-size={b}"));
+        }
+        a
+    }
+
     fn interrupted(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
@@ -1147,6 +1193,7 @@ impl Runner<'_> {
             budget_s: self.o.budget.map(|b| b.as_secs()),
             max_rounds: self.o.budget.map(|_| self.o.max_rounds),
             decided: BTreeMap::new(),
+            args: self.rerun_args(whole, device.bytes),
         };
         meta.write(&self.out_dir)?;
 
