@@ -821,8 +821,9 @@ impl Runner<'_> {
     }
 
     /// compare.json's `args`: the options that make this device (of `bytes`) and these
-    /// settings again.
-    fn rerun_args(&self, whole: bool, bytes: u64) -> Vec<String> {
+    /// settings again (`--no-trace` where the runs were not `traced`: tracing costs the host
+    /// a little per request).
+    fn rerun_args(&self, whole: bool, bytes: u64, traced: bool) -> Vec<String> {
         let size = |b: u64| {
             if b % (1 << 20) == 0 {
                 format!("{}M", b >> 20)
@@ -862,6 +863,9 @@ impl Runner<'_> {
         }
         if let Some(b) = self.o.block_size {
             a.push(format!("--block-size={b}"));
+        }
+        if !traced {
+            a.push("--no-trace".into());
         }
         a
     }
@@ -1193,7 +1197,7 @@ impl Runner<'_> {
             budget_s: self.o.budget.map(|b| b.as_secs()),
             max_rounds: self.o.budget.map(|_| self.o.max_rounds),
             decided: BTreeMap::new(),
-            args: self.rerun_args(whole, device.bytes),
+            args: self.rerun_args(whole, device.bytes, tracing.is_some()),
         };
         meta.write(&self.out_dir)?;
 

@@ -42,7 +42,7 @@ pub struct MetaJson {
     pub decided: BTreeMap<String, BTreeMap<String, usize>>,
     /// The options that make this run's device and settings again — `--device`, `--span` or
     /// `--whole-drive` or `--image-size`, and `--drive-queue`, `--sector-size`, `--content`,
-    /// `--seed`, `--block-size` where not the default — for a later run of the same kind (the
+    /// `--seed`, `--block-size`, `--no-trace` where not the default — for a later run of the same kind (the
     /// report's command for the comparisons a budget left undecided).
     pub args: Vec<String>,
 }
