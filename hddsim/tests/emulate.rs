@@ -642,8 +642,11 @@ fn latent_sector_errors_fail_reads_with_eio_after_the_recovery_time_until_writte
             let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
             assert!(a % 8 == 0 && (b + 1) % 8 == 0, "{r}");
         }
+        // Regression: this second scratch was a temporary, removed while its emulator was
+        // still mounted on its `mnt`, which every test run then left behind in /var/tmp.
+        let other = Scratch::new(64 << 20);
         let again = Emulator::start_with(
-            &Scratch::new(64 << 20),
+            &other,
             "st1000dm003",
             &["--latent-errors", "5", "--seed", "9"],
         );
@@ -653,6 +656,10 @@ fn latent_sector_errors_fail_reads_with_eio_after_the_recovery_time_until_writte
             "same seed, same sectors"
         );
         drop(again);
+        assert_released(&other);
+        let other_dir = other.dir.path().to_path_buf();
+        drop(other);
+        assert!(!other_dir.exists(), "left behind: {}", other_dir.display());
     }
     // Bad lists are refused naming the piece.
     let mp = s.path("mnt");
