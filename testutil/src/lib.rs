@@ -18,32 +18,22 @@ pub use devguard::{
 };
 
 /// Runs an unmount command (`umount DIR`, `minfs umount DIR`) and, while it fails saying the
-/// mount is busy, again 100 ms later, for up to 5 s; returns its last output (the caller
-/// asserts on it).
+/// mount is busy, again 100 ms later, for up to 5 s ([`devguard::retry_busy_every`], each
+/// retry reported on stderr); its output once it succeeds, else why it failed.
 ///
 /// A test's own file, closed just before, can hold a mount for a moment: the tests of one
 /// binary are threads of one process, and a child that another test forks holds a copy of
 /// every open file until its exec closes it (close-on-exec). For an unmount after the test's
 /// own file access (regression: minfs's `umount_waits_out_a_forked_childs_copy_of_a_closed_file`);
 /// a test of the busy refusal itself runs its command once.
-pub fn umount_retrying_busy(cmd: &mut Command) -> Output {
-    let mut tries = 0;
-    loop {
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e}", devguard::command_line(cmd)));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.success() || tries == 50 || !devguard::says_busy(&stderr) {
-            return out;
-        }
-        tries += 1;
-        eprintln!(
-            "{}: busy, retrying ({tries}): {}",
-            devguard::command_line(cmd),
-            stderr.lines().next().unwrap_or("")
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+pub fn umount_retrying_busy(cmd: &mut Command) -> Result<Output, devguard::CommandFailed> {
+    devguard::retry_busy_every(
+        cmd,
+        "umount_retrying_busy",
+        &mut io::stderr(),
+        Duration::from_millis(100),
+        50,
+    )
 }
 
 /// Why loop-device tests cannot run here, or `None` when they can.
