@@ -2,7 +2,7 @@
 """How many rounds a comparison needs to tell a 5 % difference, from a pilot run.
 
     scripts/size-default.py DIR... [--margin 0.05] [--comparisons M] [--residuals FILE]
-                            [--budget-data FILE]
+                            [--budget-data FILE [--budget SECONDS]]
 
 DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs); with
 several (e.g. one pilot per workload, each at its own scale) their comparisons are pooled. For
@@ -16,7 +16,9 @@ their mean, per comparison) as JSON: `{"residuals": [[...], ...]}`, the noise th
 simulation test draws from. With --budget-data FILE it writes what the simulation of a budget
 run needs, per workload: minfs's mean time per run and per target its mean time per run, its
 mean log-ratio (`effect`, over all its rounds) and its residuals (pooled over the DIRs, each
-DIR's about its own mean), with the budget and the
+DIR's about its own mean), and the workload's scale (DIRs that ran a workload at different
+scales are refused), with the budget (the runs' own, or --budget SECONDS: what the
+simulation spends) and the
 time before round 1 — the times are those `compare.log` shows between one run's line and the
 next (preparation, the run, its replays), so each DIR needs its compare.log.
 
@@ -152,17 +154,24 @@ def run_times(dir):
     return times, start
 
 
-def budget_data(dirs, rows, residuals, means):
+def budget_data(dirs, rows, residuals, means, budget=None):
     """The budget simulation's data from the DIRs (see the module's note) and what `collect`
     gave for them."""
-    times, starts, res, effects, budget = {}, [], {}, {}, None
-    workloads, targets = [], []
+    times, starts, res, effects = {}, [], {}, {}
+    workloads, targets, scales = [], [], {}
     for d in dirs:
         meta = json.load(open(os.path.join(d, "compare.json")))
         budget = budget or meta.get("budget_s")
         for w in meta["workloads"]:
             if w not in workloads:
                 workloads.append(w)
+            # Runs at different scales are different experiments: never pooled.
+            scale = (meta.get("scales") or {}).get(w, meta.get("scale"))
+            if scales.setdefault(w, scale) != scale:
+                print(f"size-default.py: error: {d}: {w} at scale {scale}, "
+                      f"another DIR at {scales[w]}: runs of different scales are not pooled",
+                      file=sys.stderr)
+                sys.exit(1)
         for t in meta["targets"]:
             if t not in targets:
                 targets.append(t)
@@ -179,6 +188,7 @@ def budget_data(dirs, rows, residuals, means):
             continue
         out.append({
             "name": w,
+            "scale": scales[w],
             "baseline_s": round(statistics.mean(times[(w, "minfs")]), 3),
             "targets": [
                 {"name": t, "cost_s": round(statistics.mean(times[(w, t)]), 3),
@@ -199,6 +209,8 @@ def main():
     ap.add_argument("--comparisons", type=int, help="M (default: this directory's)")
     ap.add_argument("--residuals")
     ap.add_argument("--budget-data")
+    ap.add_argument("--budget", type=float,
+                    help="the budget to simulate, seconds (default: the runs' own)")
     a = ap.parse_args()
     rows, residuals, means = [], [], []
     for d in a.dir:
@@ -220,7 +232,7 @@ def main():
           f"upper quartile {q3:.3f}: {rounds_needed(q3, half, conf)} rounds")
     if a.budget_data:
         data = {"source": " ".join(os.path.relpath(d) for d in a.dir)}
-        data.update(budget_data(a.dir, rows, residuals, means))
+        data.update(budget_data(a.dir, rows, residuals, means, a.budget))
         with open(a.budget_data, "w") as f:
             json.dump(data, f, indent=1)
             f.write("\n")

@@ -230,6 +230,7 @@ fn judge_by(rule: Rule, d: &[f64], m: usize) -> Judgement {
 /// `scripts/size-default.py DIR... --budget-data FILE` from the default's runs there): the
 /// budget, the time before round 1, and per workload minfs's time per run and per target its
 /// time per run, its mean log-ratio and its noise.
+#[derive(Clone)]
 struct Device {
     budget: f64,
     before: f64,
@@ -239,11 +240,16 @@ struct Device {
     shape: Vec<f64>,
 }
 
+#[derive(Clone)]
 struct Workload {
+    name: String,
+    /// The scale its runs had (`None` in data written before size-default.py recorded it).
+    scale: Option<f64>,
     baseline: f64,
     targets: Vec<Target>,
 }
 
+#[derive(Clone)]
 struct Target {
     name: String,
     cost: f64,
@@ -262,6 +268,8 @@ impl Device {
             .unwrap()
             .iter()
             .map(|w| Workload {
+                name: w["name"].as_str().unwrap().to_string(),
+                scale: w["scale"].as_f64(),
                 baseline: w["baseline_s"].as_f64().unwrap(),
                 targets: w["targets"]
                     .as_array()
@@ -625,4 +633,126 @@ fn the_runner_decides_with_the_reports_rule() {
         Some(sequential::judge_rounds(&ln(&b), alpha))
     );
     assert_eq!(decided[0][1], Some(Judgement::Slower));
+}
+
+/// Over `trials` simulated budget runs on `dev` (each comparison at its measured ratio,
+/// deviation and run time) with the budget `budget` seconds: the share that decide every
+/// comparison, and the mean count decided.
+fn every_comparison_decided(dev: &Device, budget: f64, seed: u64, trials: usize) -> (f64, f64) {
+    let dev = Device {
+        budget,
+        ..dev.clone()
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut all, mut total) = (0, 0);
+    for _ in 0..trials {
+        let n = budget_run(&mut rng, &dev, Rule::Sequence, |(w, t)| {
+            dev.workloads[w].targets[t].effect
+        })
+        .iter()
+        .flatten()
+        .filter(|(j, _)| *j != Judgement::Undecided)
+        .count();
+        total += n;
+        all += usize::from(n == dev.comparisons());
+    }
+    (all as f64 / trials as f64, total as f64 / trials as f64)
+}
+
+/// The default's sizing (issue 36: scales, targets and budget chosen so that the default
+/// decides ext4 and XFS, at 512 and at 4096, against minfs on every workload inside the
+/// budget), checked on the default's own measured runs (`tests/data/budget-emulated.json`,
+/// which must be runs of the default's workloads, targets and scales, simulated at its
+/// budget): every comparison is decided in at least 90 % of simulated default runs. Not met
+/// (0 % at 15 minutes): XFS (and at 0.04 ext4) at Cannyls' block size 512 on rand-oldest-1m
+/// take the drive cache's second state in about one run in six, and ext4 at 512 on seq-256k
+/// and seq-4m vary 4–6 % per round; a larger scale and a budget of up to 30 minutes did not
+/// meet it either (docs/COMPARISON.md, "A larger scale and budget, tried"). Run with
+/// `--ignored` to see the figures, the same runs at longer budgets beside it.
+#[test]
+#[ignore = "not met: 0 % at 15 minutes on the default's runs; two-state comparisons at block \
+            size 512 (docs/COMPARISON.md, 'A larger scale and budget, tried'; issue 36)"]
+fn the_default_decides_every_comparison_within_its_budget() {
+    use bencher_workloads::compare::defaults;
+    let dev = Device::load(EMULATED);
+    assert_eq!(
+        dev.budget,
+        defaults::BUDGET_S,
+        "{EMULATED}: not the default's budget"
+    );
+    let names: Vec<&str> = dev.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(
+        names,
+        defaults::WORKLOADS,
+        "{EMULATED}: not the default's workloads"
+    );
+    for w in &dev.workloads {
+        assert_eq!(
+            w.scale,
+            defaults::scale(&w.name),
+            "{EMULATED}: {} not at the default's scale",
+            w.name
+        );
+        let targets: Vec<&str> = w.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(targets, defaults::TARGETS[1..], "{EMULATED}: {}", w.name);
+    }
+    let trials = 500;
+    let (share, mean) = every_comparison_decided(&dev, dev.budget, 41, trials);
+    eprintln!(
+        "{EMULATED}: every one of {} comparisons decided in {:.1} % of {trials} simulated \
+         default runs ({:.0} s; {mean:.2} decided on average)",
+        dev.comparisons(),
+        100.0 * share,
+        dev.budget
+    );
+    for budget in [1200.0, 1500.0, 1800.0] {
+        let (s, m) = every_comparison_decided(&dev, budget, 41, trials);
+        eprintln!("  at {budget:.0} s: {:.1} % ({m:.2} on average)", 100.0 * s);
+    }
+    assert!(share >= 0.9, "{share}");
+}
+
+/// `scripts/size-default.py --budget-data` writes what the simulations above draw from; runs
+/// of one workload at different scales are different experiments, and pooling them would give
+/// the simulation a noise and run time no run had (a what-if of the default's sizing puts such
+/// runs side by side, each scale from its own DIRs). Two committed runs, rand-oldest-1m at
+/// 0.04 and at 0.1.
+#[test]
+fn size_default_refuses_to_pool_runs_of_different_scales() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = tempfile::tempdir().unwrap();
+    let data = out.path().join("budget.json");
+    let run = |dirs: &[&str]| {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.current_dir(root).arg("scripts/size-default.py");
+        cmd.args(dirs.iter().map(|d| format!("results/{d}")));
+        cmd.arg("--budget-data").arg(&data);
+        match cmd.output() {
+            Ok(o) => Some(o),
+            Err(e) => {
+                eprintln!("skipped: python3 cannot run ({e})");
+                None
+            }
+        }
+    };
+    let Some(o) = run(&[
+        "2026-11-28-vm-emulated-default-8",
+        "2026-11-28-vm-emulated-rand-oldest-0.1-alone",
+    ]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("rand-oldest-1m at scale 0.1, another DIR at 0.04"),
+        "{err}"
+    );
+    assert!(!data.exists());
+    // One run alone: written, with each workload's scale.
+    let o = run(&["2026-11-28-vm-emulated-rand-oldest-0.1-alone"]).unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    assert_eq!(v["workloads"][0]["name"], "rand-oldest-1m");
+    assert_eq!(v["workloads"][0]["scale"], 0.1);
 }
