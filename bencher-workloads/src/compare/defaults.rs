@@ -24,7 +24,10 @@ pub const TARGETS: [&str; 5] = ["minfs", "ext4", "xfs", "ext4@4096", "xfs@4096"]
 /// rand-oldest-1m at 0.04 re-reads a working set about the size of what the drive's cache
 /// keeps, so its runs take one of two states; at 0.1 they do not, but a round then takes
 /// about 3 min 35 s and the budget decides far less (results/2026-11-28-vm-emulated-rand-oldest-0.1:
-/// 12 of 24): docs/COMPARISON.md, "Why rand-oldest-1m is two-state".
+/// 12 of 24): docs/COMPARISON.md, "Why rand-oldest-1m is two-state". At 0.06 ext4's runs no
+/// longer take the cached state but XFS's still do, and neither that scale nor a 25- or
+/// 30-minute budget let the default decide all 24 (results/2026-11-28-vm-emulated-default-9
+/// to -12; docs/COMPARISON.md, "A larger scale and budget, tried").
 pub const SCALES: [(&str, f64); 6] = [
     ("seq-256k", 0.02),
     ("seq-4m", 0.025),
