@@ -793,9 +793,13 @@ fn requests_arrive_when_the_kernel_queued_them() {
             a["handler_stamped"].as_u64().unwrap(),
         );
         if stamped {
-            // Every write and the flush (the first requests may precede the connection's
-            // number being known: none here, it is set before the session serves).
-            assert!(kernel >= 17, "{extra:?}: {st}");
+            // Every write and the flush are stamped, most by the kernel: a request whose
+            // tracepoint event the emulator has not read yet when its handler runs falls back
+            // to the handler's time (`handler_stamped`; the default's runs count tens of
+            // those in 230,000). A run of the whole suite on 2026-11-28 had 16 of 17 kernel-
+            // stamped: asserting all 17 made the test fail under load.
+            assert_eq!(kernel + handler, 17, "{extra:?}: {st}");
+            assert!(kernel >= 9, "{extra:?}: most requests kernel-stamped: {st}");
             assert!(a["mean_lead_ns"].as_u64().unwrap() > 0, "{extra:?}: {st}");
         } else {
             assert_eq!(kernel, 0, "{extra:?}: {st}");
