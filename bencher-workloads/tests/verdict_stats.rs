@@ -549,24 +549,9 @@ fn giving_rounds_to_the_comparisons_nearest_a_verdict_decides_more_in_the_budget
     // deviation and run time): the mean count of comparisons a simulated default run decides,
     // with the runner's allocation and with every open comparison run every round.
     let dev = Device::load(EMULATED);
-    let decided = |rule: Rule, seed: u64| {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let trials = 300;
-        let total: usize = (0..trials)
-            .map(|_| {
-                budget_run(&mut rng, &dev, rule, |(w, t)| {
-                    dev.workloads[w].targets[t].effect
-                })
-                .iter()
-                .flatten()
-                .filter(|(j, _)| *j != Judgement::Undecided)
-                .count()
-            })
-            .sum();
-        total as f64 / trials as f64
-    };
-    let with = decided(Rule::Sequence, 31);
-    let without = decided(Rule::EveryRound, 31);
+    let decided = |rule: Rule| every_comparison_decided(&dev, dev.budget, rule, 31, 300).1;
+    let with = decided(Rule::Sequence);
+    let without = decided(Rule::EveryRound);
     eprintln!(
         "{EMULATED}: a default run decides {with:.2} of {} comparisons on average with the \
          allocation, {without:.2} with every open comparison in every round",
@@ -635,10 +620,16 @@ fn the_runner_decides_with_the_reports_rule() {
     assert_eq!(decided[0][1], Some(Judgement::Slower));
 }
 
-/// Over `trials` simulated budget runs on `dev` (each comparison at its measured ratio,
-/// deviation and run time) with the budget `budget` seconds: the share that decide every
+/// Over `trials` simulated budget runs on `dev` by `rule` (each comparison at its measured
+/// ratio, deviation and run time) with the budget `budget` seconds: the share that decide every
 /// comparison, and the mean count decided.
-fn every_comparison_decided(dev: &Device, budget: f64, seed: u64, trials: usize) -> (f64, f64) {
+fn every_comparison_decided(
+    dev: &Device,
+    budget: f64,
+    rule: Rule,
+    seed: u64,
+    trials: usize,
+) -> (f64, f64) {
     let dev = Device {
         budget,
         ..dev.clone()
@@ -646,7 +637,7 @@ fn every_comparison_decided(dev: &Device, budget: f64, seed: u64, trials: usize)
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut all, mut total) = (0, 0);
     for _ in 0..trials {
-        let n = budget_run(&mut rng, &dev, Rule::Sequence, |(w, t)| {
+        let n = budget_run(&mut rng, &dev, rule, |(w, t)| {
             dev.workloads[w].targets[t].effect
         })
         .iter()
@@ -697,7 +688,7 @@ fn the_default_decides_every_comparison_within_its_budget() {
         assert_eq!(targets, defaults::TARGETS[1..], "{EMULATED}: {}", w.name);
     }
     let trials = 500;
-    let (share, mean) = every_comparison_decided(&dev, dev.budget, 41, trials);
+    let (share, mean) = every_comparison_decided(&dev, dev.budget, Rule::Sequence, 41, trials);
     eprintln!(
         "{EMULATED}: every one of {} comparisons decided in {:.1} % of {trials} simulated \
          default runs ({:.0} s; {mean:.2} decided on average)",
@@ -706,7 +697,7 @@ fn the_default_decides_every_comparison_within_its_budget() {
         dev.budget
     );
     for budget in [1200.0, 1500.0, 1800.0] {
-        let (s, m) = every_comparison_decided(&dev, budget, 41, trials);
+        let (s, m) = every_comparison_decided(&dev, budget, Rule::Sequence, 41, trials);
         eprintln!("  at {budget:.0} s: {:.1} % ({m:.2} on average)", 100.0 * s);
     }
     assert!(share >= 0.9, "{share}");
