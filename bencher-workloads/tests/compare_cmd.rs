@@ -251,6 +251,16 @@ fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
         meta["device"].as_str().unwrap().contains("hddsim emulate"),
         "{meta}"
     );
+    // Each cell's time per run (what "To decide the rest" is sized by): preparation included,
+    // so never less than the run's own elapsed time.
+    for t in ["minfs", "ext4"] {
+        let secs = meta["seconds_per_run"]["seq-256k"][t]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no seconds_per_run for {t}: {meta}"));
+        let run = json(&out_dir.join(format!("runs/seq-256k/{t}/run-1.json")));
+        let own = run["total_elapsed_ns"].as_f64().unwrap() / 1e9;
+        assert!(secs > own, "{t}: {secs} s per run, the run alone {own} s");
+    }
     // Progress: the round, what is undecided, and a time left within the budget.
     let first = err
         .lines()

@@ -1241,6 +1241,77 @@ fn an_undecided_budget_comparison_says_how_much_its_rounds_vary_and_what_would_d
     assert_eq!(v.matches("rounds vary by").count(), 1, "{v}");
 }
 
+/// "To decide the rest" projects what its comparisons would take (each one's rounds at its
+/// ratio and spread so far, at the rest's level; each round's runs at compare.json's
+/// `seconds_per_run`) and asks for that budget, and for more rounds than a run takes by
+/// default where one needs them; without `seconds_per_run` it gives the runs' own time and
+/// leaves the budget alone.
+#[test]
+fn the_rest_command_asks_for_the_budget_and_rounds_its_comparisons_would_take() {
+    use bencher_workloads::compare::{defaults, sequential};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let base: &[u64] = &[1000; 6];
+    let clear: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+    // Two states about 1, 13 % apart: undecided, and many rounds from a verdict.
+    let noisy: &[u64] = &[1150, 870, 1160, 860, 1120, 900];
+    totals_fixture(
+        dir,
+        "emulated",
+        "w",
+        &[("minfs", base), ("a", clear), ("b", noisy)],
+    );
+    let meta = |steps: bool| {
+        let mut m = json!({"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 6,
+               "device": "emulated", "stopping": "budget", "budget_s": 900,
+               "args": ["--span=1306M"]});
+        if steps {
+            m["seconds_per_run"] = json!({"w": {"minfs": 10.0, "a": 12.0, "b": 14.0}});
+        }
+        m.to_string()
+    };
+    let d: Vec<f64> = noisy.iter().map(|x| (*x as f64 / 1000.0).ln()).collect();
+    // The rest plans one comparison (b on w).
+    let k = sequential::projection(&d, sequential::alpha(1))
+        .unwrap()
+        .2
+        .unwrap();
+    assert!(k > defaults::MAX_ROUNDS as usize, "{k}");
+    fs::write(dir.join("compare.json"), meta(true)).unwrap();
+    let line = line_with(&render(dir), "**To decide the rest**").to_string();
+    // k rounds of b and of minfs, 24 s a round.
+    let minutes = (k as f64 * 24.0 / 60.0).ceil();
+    assert!(
+        line.contains(&format!(
+            "`scripts/compare.sh --span=1306M --workloads=w --targets=minfs,b \
+             --budget={minutes}m --max-rounds={k}`"
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "they would need up to about {k} rounds (b on w) and about {minutes} minutes of runs \
+             (each with its preparation, as measured here), which the command's `--budget` asks \
+             for with `--max-rounds`"
+        )),
+        "{line}"
+    );
+    // Without the runner's times per run: the runs' own time, the budget as it was.
+    fs::write(dir.join("compare.json"), meta(false)).unwrap();
+    let line = line_with(&render(dir), "**To decide the rest**").to_string();
+    let own = (k as f64 * (1.0 + d.iter().map(|x| x.exp()).sum::<f64>() / 6.0) / 60.0).ceil();
+    assert!(
+        line.contains("`scripts/compare.sh --span=1306M --workloads=w --targets=minfs,b`"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "about {own} minutes of runs, counting the runs' own time only"
+        )),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_budget_report_gives_the_command_that_runs_the_undecided_comparisons_alone() {
     let tmp = tempfile::tempdir().unwrap();

@@ -40,6 +40,9 @@ pub const SCALES: [(&str, f64); 6] = [
 /// The wall-time budget, seconds.
 pub const BUDGET_S: f64 = 15.0 * 60.0;
 
+/// The most rounds a budget run takes (`--max-rounds`).
+pub const MAX_ROUNDS: u32 = 50;
+
 /// The comparisons a default report plans: every workload × every target but minfs.
 pub fn comparisons() -> usize {
     WORKLOADS.len() * (TARGETS.len() - 1)

@@ -64,6 +64,9 @@ pub struct Meta {
     pub scales: Option<BTreeMap<String, f64>>,
     /// The options that make the run's device and settings again (runs since 2026-11-28).
     pub args: Option<Vec<String>>,
+    /// Per workload and target, the mean time of one of its runs in seconds, preparation and
+    /// replays included, as the runner measured it (budget runs since 2026-11-28's night).
+    pub seconds_per_run: Option<BTreeMap<String, BTreeMap<String, f64>>>,
 }
 
 impl Meta {

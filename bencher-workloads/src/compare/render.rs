@@ -587,7 +587,7 @@ fn verdict_sentence_with(
 /// scales where not the default, the budget where not the default, and compare.json's `args`
 /// (the device and settings). `None` when nothing was left undecided or the run had a fixed
 /// count; a target without a successful run is not offered again.
-fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<(String, usize)> {
+fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<Rest> {
     if !judged.sequential {
         return None;
     }
@@ -628,11 +628,164 @@ fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<(String, usize)
     if !scales.is_empty() {
         cmd.push(format!("--scale={}", scales.join(",")));
     }
-    if let Some(budget) = cmp.meta.budget_s.filter(|b| *b != defaults::BUDGET_S) {
+    let m = workloads.len() * (targets.len() - 1);
+    let size = rest_size(cmp, b, &workloads, &targets, sequential::alpha(m));
+    let run_budget = cmp.meta.budget_s.unwrap_or(defaults::BUDGET_S);
+    let sized = size
+        .as_ref()
+        .ok()
+        .filter(|s| s.steps && s.seconds > run_budget)
+        .map(|s| (s.seconds / 60.0).ceil());
+    if let Some(minutes) = sized {
+        cmd.push(format!("--budget={minutes}m"));
+    } else if let Some(budget) = cmp.meta.budget_s.filter(|b| *b != defaults::BUDGET_S) {
         cmd.push(format!("--budget={}s", budget.round()));
     }
+    if let Ok(s) = &size {
+        if s.steps && s.rounds > defaults::MAX_ROUNDS as usize {
+            cmd.push(format!("--max-rounds={}", s.rounds));
+        }
+    }
     let cmd: Vec<String> = cmd.iter().map(|a| shell_word(a)).collect();
-    Some((cmd.join(" "), workloads.len() * (targets.len() - 1)))
+    Some(Rest {
+        command: cmd.join(" "),
+        comparisons: m,
+        size,
+        sized: sized.is_some(),
+    })
+}
+
+/// The command that runs a budget report's undecided comparisons on their own, and what it
+/// would take ([`rest_command`]).
+struct Rest {
+    command: String,
+    /// The comparisons it plans.
+    comparisons: usize,
+    /// What they would take at this run's ratios, spreads and run times, or the comparison
+    /// that cannot be projected (workload, target).
+    size: Result<RestSize, (usize, usize)>,
+    /// Whether the command's `--budget` (and `--max-rounds`) come from `size`.
+    sized: bool,
+}
+
+/// What a rest command's comparisons would take, projected from this run (an estimate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct RestSize {
+    /// The most rounds one comparison would need ([`sequential::projection`] at the rest's
+    /// level: its ratio and spread so far, a new run's rounds from the first).
+    rounds: usize,
+    /// That comparison (workload, target).
+    hardest: (usize, usize),
+    /// The time of the runs, seconds: per workload, the baseline's run in each round any of
+    /// its comparisons still needs, and each comparison's run in each round it needs.
+    seconds: f64,
+    /// Whether `seconds` rests on the runner's times per run (compare.json's
+    /// `seconds_per_run`: preparation and replays included) rather than the runs' own
+    /// elapsed times (older directories; preparation not counted).
+    steps: bool,
+}
+
+/// [`RestSize`] of the comparisons of `workloads` × `targets` (but the baseline `b`) at
+/// `alpha`; `Err` naming one that cannot be projected (fewer than 2 rounds, more than
+/// [`sequential::ROUNDS_NEEDED_CAP`] rounds, or more than a run can hold).
+fn rest_size(
+    cmp: &Comparison,
+    b: usize,
+    workloads: &[usize],
+    targets: &[usize],
+    alpha: f64,
+) -> Result<RestSize, (usize, usize)> {
+    let steps = cmp.meta.seconds_per_run.as_ref();
+    let per_run = |w: usize, t: usize| -> (Option<f64>, Option<f64>) {
+        let step = steps
+            .and_then(|s| s.get(&cmp.workloads[w]))
+            .and_then(|s| s.get(&cmp.targets[t]))
+            .copied();
+        let own: Vec<f64> = round_totals(&cmp.cells[w][t], Source::Measured)
+            .into_iter()
+            .flatten()
+            .collect();
+        let own = (!own.is_empty()).then(|| own.iter().sum::<f64>() / own.len() as f64 / 1e9);
+        (step, own)
+    };
+    let mut size = RestSize {
+        rounds: 0,
+        hardest: (0, 0),
+        seconds: 0.0,
+        steps: true,
+    };
+    let mut times: Vec<(f64, Option<f64>, Option<f64>)> = Vec::new();
+    for &w in workloads {
+        let base_totals = round_totals(&cmp.cells[w][b], Source::Measured);
+        let mut most = 0;
+        for &t in targets.iter().filter(|&&t| t != b) {
+            let d = sequential::paired_log_ratios(
+                &round_totals(&cmp.cells[w][t], Source::Measured),
+                &base_totals,
+            );
+            let k = sequential::projection(&d, alpha)
+                .and_then(|p| p.2)
+                .filter(|k| *k <= super::layout::MAX_RUNS)
+                .ok_or((w, t))?;
+            if k > size.rounds {
+                size.rounds = k;
+                size.hardest = (w, t);
+            }
+            most = most.max(k);
+            let (step, own) = per_run(w, t);
+            times.push((k as f64, step, own));
+        }
+        let (step, own) = per_run(w, b);
+        times.push((most as f64, step, own));
+    }
+    size.steps = times.iter().all(|(_, step, _)| step.is_some());
+    for (k, step, own) in times {
+        let each = if size.steps { step } else { own };
+        size.seconds += k * each.unwrap_or(0.0);
+    }
+    Ok(size)
+}
+
+/// What "To decide the rest" says of its size: the rounds and time projected, and whether the
+/// command's budget comes from them.
+fn rest_size_sentence(cmp: &Comparison, rest: &Rest) -> String {
+    let name =
+        |(w, t): (usize, usize)| format!("{} on {}", md(&cmp.targets[t]), md(&cmp.workloads[w]));
+    match &rest.size {
+        Err(c) => format!(
+            " How long that takes is not projected: {} has too few rounds, or rounds too \
+             spread, to project.",
+            name(*c)
+        ),
+        Ok(s) => {
+            let minutes = (s.seconds / 60.0).ceil();
+            let mut out = format!(
+                " At this run's ratios and spreads they would need up to about {} rounds ({}) \
+                 and about {minutes} minutes of runs",
+                s.rounds,
+                name(s.hardest)
+            );
+            if !s.steps {
+                out.push_str(
+                    ", counting the runs' own time only (this directory has no \
+                     `seconds_per_run`: preparation not counted, the budget not sized)",
+                );
+            } else {
+                out.push_str(" (each with its preparation, as measured here)");
+                if rest.sized {
+                    out.push_str(", which the command's `--budget` asks for");
+                    if s.rounds > defaults::MAX_ROUNDS as usize {
+                        out.push_str(" with `--max-rounds`");
+                    }
+                }
+            }
+            out.push_str(
+                ": an estimate from the rounds so far, which a spread measured in few rounds, or \
+                 a second state of the drive not yet seen, can make short.",
+            );
+            out
+        }
+    }
 }
 
 /// `word` as one word of a POSIX shell command: as it is where it holds only characters no
@@ -1057,13 +1210,15 @@ pub fn verdict(cmp: &Comparison) -> String {
             verdict_sentence_with(cmp, w, Source::Measured, &judged, None)
         );
     }
-    if let Some((cmd, m)) = rest_command(cmp, &judged) {
+    if let Some(rest) = rest_command(cmp, &judged) {
+        let m = rest.comparisons;
         let _ = writeln!(
             out,
             "\n**To decide the rest**, run the comparisons left undecided on their own, with \
-             this run's device and scales: `{cmd}`{} — a new run planning {m} comparison{} where \
+             this run's device and scales: `{}`{} — a new run planning {m} comparison{} where \
              this one planned {}, so each interval is at {:.2} % instead of {:.2} % (95 % for \
-             them together) and fewer rounds decide it; the budget is theirs alone.",
+             them together) and fewer rounds decide it; the budget is theirs alone.{}",
+            rest.command,
             if cmp.meta.args.is_none() {
                 " (with this run's device options: SETUP.md)"
             } else {
@@ -1072,7 +1227,8 @@ pub fn verdict(cmp: &Comparison) -> String {
             if m == 1 { "" } else { "s" },
             judged.comparisons,
             (1.0 - sequential::alpha(m)) * 100.0,
-            judged.confidence * 100.0
+            judged.confidence * 100.0,
+            rest_size_sentence(cmp, &rest)
         );
     }
     let why = faster_than_baseline(cmp, &judged);

@@ -40,7 +40,7 @@ use crate::compare::{allocate, defaults};
 
 // The workloads, targets, scales and budget by default: `crate::compare::defaults`.
 /// The most rounds a budget runs by default.
-pub const DEFAULT_MAX_ROUNDS: u32 = 50;
+pub const DEFAULT_MAX_ROUNDS: u32 = defaults::MAX_ROUNDS;
 /// The emulated drive's profile by default.
 pub const DEFAULT_PROFILE: &str = "st1000dm003";
 /// Why the emulated drive spans what it spans by default (SETUP.md); the integrator's text.
@@ -1197,6 +1197,7 @@ impl Runner<'_> {
             budget_s: self.o.budget.map(|b| b.as_secs()),
             max_rounds: self.o.budget.map(|_| self.o.max_rounds),
             decided: BTreeMap::new(),
+            seconds_per_run: BTreeMap::new(),
             args: self.rerun_args(whole, device.bytes, tracing.is_some()),
         };
         meta.write(&self.out_dir)?;
@@ -1630,6 +1631,7 @@ impl Runner<'_> {
             }
             round = next;
             meta.runs = round;
+            meta.seconds_per_run = timings.means();
             if budget.is_some() {
                 let cmp = compare::layout::load(&self.out_dir).map_err(|e| {
                     Stop::Fail(format!("reading the runs after round {round}: {e}"))
@@ -1957,6 +1959,18 @@ mod tests {
         assert!(!valid_profile("st1000dm003+"));
         assert!(!valid_profile("a b"));
         assert!(!valid_profile(""));
+    }
+
+    #[test]
+    fn the_max_rounds_flag_defaults_to_the_constant() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: CompareArgs,
+        }
+        let cli = Cli::try_parse_from(["compare"]).unwrap();
+        assert_eq!(cli.args.max_rounds, DEFAULT_MAX_ROUNDS.to_string());
     }
 
     #[test]

@@ -200,6 +200,20 @@ impl Timings {
         .or_else(|| mean(&mut self.cells.values()))
     }
 
+    /// The mean time of a run per workload and target, seconds (compare.json's
+    /// `seconds_per_run`).
+    pub fn means(&self) -> BTreeMap<String, BTreeMap<String, f64>> {
+        let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        for ((w, t), (sum, n)) in &self.cells {
+            if *n > 0 {
+                out.entry(w.clone())
+                    .or_default()
+                    .insert(t.clone(), sum.as_secs_f64() / f64::from(*n));
+            }
+        }
+        out
+    }
+
     /// The estimated time of the runs `plan` lists (workload, target); `None` before any run.
     pub fn estimate_all<'a>(
         &self,
@@ -329,6 +343,18 @@ mod tests {
             t.estimate_all([("a", "x"), ("a", "y")]),
             Some(Duration::from_secs(55))
         );
+    }
+
+    #[test]
+    fn means_are_each_cells_mean_in_seconds() {
+        let mut t = Timings::default();
+        t.add("a", "x", Duration::from_secs(10));
+        t.add("a", "x", Duration::from_secs(20));
+        t.add("b", "y", Duration::from_millis(2500));
+        let m = t.means();
+        assert_eq!(m["a"]["x"], 15.0);
+        assert_eq!(m["b"]["y"], 2.5);
+        assert_eq!(m.values().map(BTreeMap::len).sum::<usize>(), 2);
     }
 
     /// The first round's estimate of a 15-minute budget never reads more than the budget

@@ -40,6 +40,12 @@ pub struct MetaJson {
     pub max_rounds: Option<u32>,
     /// Per workload and target, the round after which its comparison was decided.
     pub decided: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Per workload and target, the mean time of one of its runs so far in seconds: the
+    /// preparation (filesystem made and mounted, caches dropped), the run and its replays, as
+    /// the runner prices a round (rewritten after every round). The report sizes "To decide
+    /// the rest" from it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub seconds_per_run: BTreeMap<String, BTreeMap<String, f64>>,
     /// The options that make this run's device and settings again — `--device`, `--span` or
     /// `--whole-drive` or `--image-size`, and `--drive-queue`, `--sector-size`, `--content`,
     /// `--seed`, `--block-size`, `--no-trace` where not the default — for a later run of the same kind (the
