@@ -1261,15 +1261,16 @@ fn the_rest_command_asks_for_the_budget_and_rounds_its_comparisons_would_take() 
         "w",
         &[("minfs", base), ("a", clear), ("b", noisy)],
     );
-    let meta = |steps: bool| {
+    let meta_with = |steps: bool, budget: u64| {
         let mut m = json!({"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 6,
-               "device": "emulated", "stopping": "budget", "budget_s": 900,
+               "device": "emulated", "stopping": "budget", "budget_s": budget,
                "args": ["--span=1306M"]});
         if steps {
             m["seconds_per_run"] = json!({"w": {"minfs": 10.0, "a": 12.0, "b": 14.0}});
         }
         m.to_string()
     };
+    let meta = |steps: bool| meta_with(steps, 900);
     let d: Vec<f64> = noisy.iter().map(|x| (*x as f64 / 1000.0).ln()).collect();
     // The rest plans one comparison (b on w).
     let k = sequential::projection(&d, sequential::alpha(1))
@@ -1294,6 +1295,16 @@ fn the_rest_command_asks_for_the_budget_and_rounds_its_comparisons_would_take() 
              (each with its preparation, as measured here), which the command's `--budget` asks \
              for with `--max-rounds`"
         )),
+        "{line}"
+    );
+    // A run whose own budget holds the rest keeps it, and still asks for the rounds.
+    fs::write(dir.join("compare.json"), meta_with(true, 7200)).unwrap();
+    let line = line_with(&render(dir), "**To decide the rest**").to_string();
+    assert!(
+        line.contains(&format!(
+            "`scripts/compare.sh --span=1306M --workloads=w --targets=minfs,b --budget=7200s \
+             --max-rounds={k}`"
+        )) && line.contains("within this run's budget but over the rounds a run takes by default"),
         "{line}"
     );
     // Without the runner's times per run: the runs' own time, the budget as it was.

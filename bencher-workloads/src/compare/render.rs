@@ -586,7 +586,10 @@ fn verdict_sentence_with(
 /// and every target undecided on any of them (so it may re-run a few decided ones), their
 /// scales where not the default, the budget where not the default, and compare.json's `args`
 /// (the device and settings). `None` when nothing was left undecided or the run had a fixed
-/// count; a target without a successful run is not offered again.
+/// count; a target without a successful run is not offered again. Where compare.json has
+/// `seconds_per_run` and the rest is projected to need more than the run's budget
+/// ([`rest_size`]), the command asks for that budget instead (whole minutes), and for
+/// `--max-rounds` where a comparison needs more than [`defaults::MAX_ROUNDS`].
 fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<Rest> {
     if !judged.sequential {
         return None;
@@ -772,11 +775,17 @@ fn rest_size_sentence(cmp: &Comparison, rest: &Rest) -> String {
                 );
             } else {
                 out.push_str(" (each with its preparation, as measured here)");
+                let more_rounds = s.rounds > defaults::MAX_ROUNDS as usize;
                 if rest.sized {
                     out.push_str(", which the command's `--budget` asks for");
-                    if s.rounds > defaults::MAX_ROUNDS as usize {
+                    if more_rounds {
                         out.push_str(" with `--max-rounds`");
                     }
+                } else if more_rounds {
+                    out.push_str(
+                        ", within this run's budget but over the rounds a run takes by default: \
+                         the command's `--max-rounds`",
+                    );
                 }
             }
             out.push_str(
