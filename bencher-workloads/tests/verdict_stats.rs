@@ -34,7 +34,6 @@
 
 use std::time::Duration;
 
-use bencher_workloads::cli::compare::DEFAULT_MAX_ROUNDS;
 use bencher_workloads::compare::allocate;
 use bencher_workloads::compare::sequential;
 use bencher_workloads::compare::stats::{self, Judgement};
@@ -350,7 +349,7 @@ fn budget_run(
         .collect();
     let secs = Duration::from_secs_f64;
     let mut elapsed = dev.before;
-    for round in 1..=DEFAULT_MAX_ROUNDS as usize {
+    for round in 1..=bencher_workloads::compare::defaults::MAX_ROUNDS as usize {
         let left = secs((dev.budget - elapsed).max(0.0));
         let mut waiting: Vec<At> = Vec::new();
         if matches!(rule, Rule::Sequence) && round > allocate::ALLOCATE_FROM {

@@ -203,6 +203,15 @@ pub fn round_totals(cell: &Cell, source: Source<'_>) -> Vec<Option<f64>> {
     }
 }
 
+/// The per-round log-ratios of target `t` to the baseline `b` on workload `w`, from `source`'s
+/// totals ([`sequential::paired_log_ratios`]).
+fn cell_log_ratios(cmp: &Comparison, w: usize, t: usize, b: usize, source: Source<'_>) -> Vec<f64> {
+    sequential::paired_log_ratios(
+        &round_totals(&cmp.cells[w][t], source),
+        &round_totals(&cmp.cells[w][b], source),
+    )
+}
+
 /// A target judged against the baseline on one workload.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Judged {
@@ -398,10 +407,7 @@ pub fn projections(cmp: &Comparison) -> Vec<Vec<Option<Projection>>> {
             (0..cmp.targets.len())
                 .map(|t| {
                     let b = b.filter(|b| *b != t)?;
-                    let d = sequential::paired_log_ratios(
-                        &round_totals(&cmp.cells[w][t], Source::Measured),
-                        &round_totals(&cmp.cells[w][b], Source::Measured),
-                    );
+                    let d = cell_log_ratios(cmp, w, t, b, Source::Measured);
                     Some((d.len(), sequential::projection(&d, alpha).and_then(|p| p.2)))
                 })
                 .collect()
@@ -486,12 +492,7 @@ fn verdict_sentence_with(
         // one still undecided why — how much its rounds vary and how many rounds would decide
         // it at that spread and its mean so far.
         let alpha = 1.0 - judged.confidence;
-        let log_ratios = || {
-            sequential::paired_log_ratios(
-                &round_totals(&cmp.cells[w][t], source),
-                &round_totals(&cmp.cells[w][b], source),
-            )
-        };
+        let log_ratios = || cell_log_ratios(cmp, w, t, b, source);
         let rounds = |n: usize, why: &str| {
             if judged.sequential {
                 format!(" ({n} round{}{why})", if n == 1 { "" } else { "s" })
@@ -638,7 +639,7 @@ fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<Rest> {
         .as_ref()
         .ok()
         .filter(|s| s.steps && s.seconds > run_budget)
-        .map(|s| (s.seconds / 60.0).ceil());
+        .map(RestSize::minutes);
     if let Some(minutes) = sized {
         cmd.push(format!("--budget={minutes}m"));
     } else if let Some(budget) = cmp.meta.budget_s.filter(|b| *b != defaults::BUDGET_S) {
@@ -688,6 +689,13 @@ struct RestSize {
     steps: bool,
 }
 
+impl RestSize {
+    /// `seconds` in whole minutes, rounded up (what the command's `--budget` asks for).
+    fn minutes(&self) -> f64 {
+        (self.seconds / 60.0).ceil()
+    }
+}
+
 /// [`RestSize`] of the comparisons of `workloads` × `targets` (but the baseline `b`) at
 /// `alpha`; `Err` naming one that cannot be projected (fewer than 2 rounds, more than
 /// [`sequential::ROUNDS_NEEDED_CAP`] rounds, or more than a run can hold).
@@ -698,35 +706,38 @@ fn rest_size(
     targets: &[usize],
     alpha: f64,
 ) -> Result<RestSize, (usize, usize)> {
-    let steps = cmp.meta.seconds_per_run.as_ref();
-    let per_run = |w: usize, t: usize| -> (Option<f64>, Option<f64>) {
-        let step = steps
-            .and_then(|s| s.get(&cmp.workloads[w]))
-            .and_then(|s| s.get(&cmp.targets[t]))
-            .copied();
+    let step = |w: usize, t: usize| {
+        cmp.meta
+            .seconds_per_run
+            .as_ref()?
+            .get(&cmp.workloads[w])?
+            .get(&cmp.targets[t])
+            .copied()
+    };
+    let steps = workloads
+        .iter()
+        .all(|&w| targets.iter().all(|&t| step(w, t).is_some()));
+    // The time of one run: the runner's where it has them all, else the runs' own mean.
+    let per_run = |w: usize, t: usize| {
+        if steps {
+            return step(w, t).unwrap_or(0.0);
+        }
         let own: Vec<f64> = round_totals(&cmp.cells[w][t], Source::Measured)
             .into_iter()
             .flatten()
             .collect();
-        let own = (!own.is_empty()).then(|| own.iter().sum::<f64>() / own.len() as f64 / 1e9);
-        (step, own)
+        own.iter().sum::<f64>() / own.len().max(1) as f64 / 1e9
     };
     let mut size = RestSize {
         rounds: 0,
         hardest: (0, 0),
         seconds: 0.0,
-        steps: true,
+        steps,
     };
-    let mut times: Vec<(f64, Option<f64>, Option<f64>)> = Vec::new();
     for &w in workloads {
-        let base_totals = round_totals(&cmp.cells[w][b], Source::Measured);
         let mut most = 0;
         for &t in targets.iter().filter(|&&t| t != b) {
-            let d = sequential::paired_log_ratios(
-                &round_totals(&cmp.cells[w][t], Source::Measured),
-                &base_totals,
-            );
-            let k = sequential::projection(&d, alpha)
+            let k = sequential::projection(&cell_log_ratios(cmp, w, t, b, Source::Measured), alpha)
                 .and_then(|p| p.2)
                 .filter(|k| *k <= super::layout::MAX_RUNS)
                 .ok_or((w, t))?;
@@ -735,16 +746,9 @@ fn rest_size(
                 size.hardest = (w, t);
             }
             most = most.max(k);
-            let (step, own) = per_run(w, t);
-            times.push((k as f64, step, own));
+            size.seconds += k as f64 * per_run(w, t);
         }
-        let (step, own) = per_run(w, b);
-        times.push((most as f64, step, own));
-    }
-    size.steps = times.iter().all(|(_, step, _)| step.is_some());
-    for (k, step, own) in times {
-        let each = if size.steps { step } else { own };
-        size.seconds += k * each.unwrap_or(0.0);
+        size.seconds += most as f64 * per_run(w, b);
     }
     Ok(size)
 }
@@ -761,7 +765,7 @@ fn rest_size_sentence(cmp: &Comparison, rest: &Rest) -> String {
             name(*c)
         ),
         Ok(s) => {
-            let minutes = (s.seconds / 60.0).ceil();
+            let minutes = s.minutes();
             let mut out = format!(
                 " At this run's ratios and spreads they would need up to about {} rounds ({}) \
                  and about {minutes} minutes of runs",

@@ -39,8 +39,6 @@ use crate::compare::stats::Judgement;
 use crate::compare::{allocate, defaults};
 
 // The workloads, targets, scales and budget by default: `crate::compare::defaults`.
-/// The most rounds a budget runs by default.
-pub const DEFAULT_MAX_ROUNDS: u32 = defaults::MAX_ROUNDS;
 /// The emulated drive's profile by default.
 pub const DEFAULT_PROFILE: &str = "st1000dm003";
 /// Why the emulated drive spans what it spans by default (SETUP.md); the integrator's text.
@@ -1970,7 +1968,7 @@ mod tests {
             args: CompareArgs,
         }
         let cli = Cli::try_parse_from(["compare"]).unwrap();
-        assert_eq!(cli.args.max_rounds, DEFAULT_MAX_ROUNDS.to_string());
+        assert_eq!(cli.args.max_rounds, defaults::MAX_ROUNDS.to_string());
     }
 
     #[test]
