@@ -700,6 +700,10 @@ fn totals_fixture(dir: &Path, device: &str, w: &str, targets: &[(&str, &[u64])])
     }
 }
 
+/// Six rounds' totals (ms) about 1.5 times a baseline of 1000: a budget comparison decided
+/// slower (the budget-report tests below).
+const CLEAR_SLOWER: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+
 /// The measured verdict's sentence about workload `w`.
 fn verdict_of<'a>(md: &'a str, w: &str) -> &'a str {
     let verdict = &md[md.find("### Measured on ").expect("a verdict")..];
@@ -1207,7 +1211,7 @@ fn an_undecided_budget_comparison_says_how_much_its_rounds_vary_and_what_would_d
     let dir = tmp.path();
     // a: clearly slower (decided); b: two states about 1, undecided after 6 rounds.
     let base: &[u64] = &[1000, 1000, 1000, 1000, 1000, 1000];
-    let a: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+    let a = CLEAR_SLOWER;
     let b: &[u64] = &[1080, 930, 1090, 920, 1010, 990];
     totals_fixture(dir, "emulated", "w", &[("minfs", base), ("a", a), ("b", b)]);
     fs::write(
@@ -1252,7 +1256,7 @@ fn the_rest_command_asks_for_the_budget_and_rounds_its_comparisons_would_take() 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let base: &[u64] = &[1000; 6];
-    let clear: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+    let clear = CLEAR_SLOWER;
     // Two states about 1, 13 % apart: undecided, and many rounds from a verdict.
     let noisy: &[u64] = &[1150, 870, 1160, 860, 1120, 900];
     totals_fixture(
@@ -1328,7 +1332,7 @@ fn a_budget_report_gives_the_command_that_runs_the_undecided_comparisons_alone()
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let base: &[u64] = &[1000; 6];
-    let clear: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
+    let clear = CLEAR_SLOWER;
     let two_state: &[u64] = &[1080, 930, 1090, 920, 1010, 990];
     // w1: a and c decided, b not; w2: all three decided.
     let w1 = [
