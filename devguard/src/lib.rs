@@ -544,6 +544,17 @@ impl Emulator {
     pub fn command(&self) -> &str {
         &self.command
     }
+
+    /// Puts the modelled drive back as at power-on (`reset` written to `MNT/control`): its
+    /// cache empty, its head at sector 0. The drive must be idle with a clean cache (flush
+    /// it first, `sync MNT/disk`); refused otherwise (EBUSY), and by an emulator older than
+    /// the control file (ENOENT).
+    pub fn reset(&self) -> io::Result<()> {
+        let path = self.mnt.join("control");
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
+        f.write_all(b"reset\n")
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: reset: {e}", path.display())))
+    }
 }
 
 /// Unmounts the `hddsim emulate` server at `mnt` and removes the directory: `hddsim umount`
@@ -609,6 +620,68 @@ impl Drop for ImageFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Writes the non-zero 4 KiB blocks of `src` to `dst` at the same offsets and leaves `dst`'s
+/// other blocks as they are (a caller that wants `dst` to equal `src` punches it to zeros
+/// first); returns the bytes written. Only `src`'s data segments are read (`SEEK_DATA`,
+/// `SEEK_HOLE`), so a sparse terabyte image with a few megabytes of data copies in
+/// milliseconds. `dst` must be at least as long as `src`'s data.
+pub fn copy_nonzero(src: &Path, dst: &Path) -> io::Result<u64> {
+    use nix::unistd::{lseek, Whence};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    const BLOCK: usize = 4096;
+    const CHUNK: usize = 1 << 20;
+    let named = |p: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
+    let input = std::fs::File::open(src).map_err(|e| named(src, e))?;
+    let output = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dst)
+        .map_err(|e| named(dst, e))?;
+    let len = input.metadata().map_err(|e| named(src, e))?.len();
+    let fd = input.as_raw_fd();
+    let mut written = 0u64;
+    let mut buf = vec![0u8; CHUNK];
+    let mut pos: i64 = 0;
+    while (pos as u64) < len {
+        let start = match lseek(fd, pos, Whence::SeekData) {
+            Ok(p) => p,
+            // No data after `pos`.
+            Err(nix::errno::Errno::ENXIO) => break,
+            Err(e) => return Err(named(src, e.into())),
+        };
+        let end = lseek(fd, start, Whence::SeekHole).map_err(|e| named(src, e.into()))?;
+        let mut at = start as u64;
+        while at < end as u64 {
+            let n = (end as u64 - at).min(CHUNK as u64) as usize;
+            input
+                .read_exact_at(&mut buf[..n], at)
+                .map_err(|e| named(src, e))?;
+            // Runs of non-zero blocks, each one write.
+            let mut i = 0;
+            while i < n {
+                let block = |i: usize| &buf[i..(i + BLOCK).min(n)];
+                if block(i).iter().all(|&b| b == 0) {
+                    i += BLOCK;
+                    continue;
+                }
+                let run_start = i;
+                while i < n && !block(i).iter().all(|&b| b == 0) {
+                    i += BLOCK;
+                }
+                let run_end = i.min(n);
+                output
+                    .write_all_at(&buf[run_start..run_end], at + run_start as u64)
+                    .map_err(|e| named(dst, e))?;
+                written += (run_end - run_start) as u64;
+            }
+            at += n as u64;
+        }
+        pos = end;
+    }
+    output.sync_data().map_err(|e| named(dst, e))?;
+    Ok(written)
 }
 
 /// fs.fuse.max_pages_limit as it was: `hddsim emulate` and `minfs mount` raise it (so that a
@@ -832,6 +905,36 @@ impl Drop for Tracing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_nonzero_writes_the_data_blocks_and_nothing_else() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+        let f = std::fs::File::create(&src).unwrap();
+        f.set_len(64 << 20).unwrap();
+        // Data in two places, one 4 KiB block of zeros written between two of data, and a
+        // partial last block.
+        f.write_all_at(&[1u8; 8192], 4096).unwrap();
+        f.write_all_at(&[0u8; 4096], 12288).unwrap();
+        f.write_all_at(&[2u8; 4096], 16384).unwrap();
+        f.write_all_at(&[3u8; 100], (40 << 20) + 7).unwrap();
+        drop(f);
+        let g = std::fs::File::create(&dst).unwrap();
+        g.set_len(64 << 20).unwrap();
+        // What the destination held elsewhere stays.
+        g.write_all_at(&[9u8; 4096], 1 << 20).unwrap();
+        drop(g);
+        let n = copy_nonzero(&src, &dst).unwrap();
+        assert_eq!(n, 8192 + 4096 + 4096, "the zero block is not written");
+        let out = std::fs::read(&dst).unwrap();
+        let mut want = vec![0u8; 64 << 20];
+        want[4096..12288].fill(1);
+        want[16384..20480].fill(2);
+        want[(40 << 20) + 7..(40 << 20) + 107].fill(3);
+        want[1 << 20..(1 << 20) + 4096].fill(9);
+        assert!(out == want, "the copy differs");
+    }
 
     #[test]
     fn only_races_of_losetup_find_are_retried() {

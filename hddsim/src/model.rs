@@ -498,6 +498,15 @@ impl Drive {
         }
     }
 
+    /// The drive as at power-on ([`Drive::new`]: an empty cache, the head at sector 0, no
+    /// background work), its statistics kept. Dirty data in the cache is dropped with the
+    /// rest: reset a drive whose cache is clean ([`Drive::dirty_sectors`]).
+    pub fn reset(&mut self, p: &Profile) {
+        let stats = std::mem::take(&mut self.stats);
+        *self = Drive::new(p);
+        self.stats = stats;
+    }
+
     /// What the drive did so far.
     pub fn stats(&self) -> &DriveStats {
         &self.stats

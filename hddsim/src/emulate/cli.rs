@@ -85,6 +85,20 @@ pub struct EmulateArgs {
     /// `stats.json`'s `arrivals` counts both.
     #[arg(long)]
     pub handler_arrival: bool,
+    /// Send each reply at the request's modelled completion. By default (where the kernel's
+    /// request ends are recorded: clock real, as root, FUSE's `fuse_request_end` tracepoint)
+    /// a reply is sent earlier by the time replies of its kind (operation and size) took to
+    /// reach the kernel lately, so that the kernel sees the request complete when the
+    /// modelled drive completes it; `stats.json`'s `reply_path` says by how much, and what
+    /// remains.
+    #[arg(long)]
+    pub reply_at_completion: bool,
+    /// Serve at the normal priority. By default (clock real, as root) the threads that take
+    /// requests, stamp them and send the replies run at a real-time priority (SCHED_FIFO 10),
+    /// so that a reply leaves at its time even while the program under test keeps every CPU
+    /// busy; `stats.json`'s `late_replies` counts the replies that did not.
+    #[arg(long)]
+    pub no_realtime: bool,
     /// Latent sector errors: these 512-byte LBAs cannot be read (comma-separated LBAs or
     /// inclusive ranges A-B). A read touching one fails with EIO after the profile's
     /// read_error_recovery_ms; a write covering one makes it readable again (reallocation on
@@ -169,6 +183,12 @@ pub fn emulate(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), Stri
     if a.handler_arrival {
         cmd.arg("--handler-arrival");
     }
+    if a.reply_at_completion {
+        cmd.arg("--reply-at-completion");
+    }
+    if a.no_realtime {
+        cmd.arg("--no-realtime");
+    }
     if let Some(b) = &a.bad_sectors {
         cmd.arg("--bad-sectors").arg(b);
     }
@@ -224,6 +244,15 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         None => None,
     };
     let queue = DriveQueue::new(&profile, a.clock, log).map_err(|e| format!("request log: {e}"))?;
+    if a.clock == Clock::Real && !a.no_realtime {
+        // This thread serves the session; the repliers and the stamp reader follow the flag.
+        match super::server::set_realtime() {
+            Ok(()) => super::server::REALTIME.store(true, std::sync::atomic::Ordering::Relaxed),
+            Err(e) => eprintln!(
+                "hddsim emulate: serving at the normal priority (a real-time one needs root: {e})"
+            ),
+        }
+    }
     let (size, path) = (backing.size(), backing.path().to_path_buf());
     let mut fs = EmulatorFs::with_options(
         backing,
@@ -259,6 +288,9 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     if let Some(k) = &stamps {
         fs.set_kernel_stamps(Arc::clone(k));
     }
+    if a.reply_at_completion {
+        fs.set_reply_at_completion();
+    }
     let mut session = fuser::Session::new(fs, &mp, &options)
         .map_err(|e| format!("{}: cannot mount: {e}", mp.display()))?;
     if let Some(k) = &stamps {
@@ -266,6 +298,7 @@ fn serve(a: &EmulateArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
         // serves its first request.
         match mounts::mount_at(&mp) {
             Ok(Some(m)) if m.fstype == FSTYPE => {
+                k.set_disk(&mp.join(super::server::DISK_NAME));
                 k.set_connection(super::kstamp::connection_number(m.dev))
             }
             _ => eprintln!(

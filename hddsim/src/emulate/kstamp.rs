@@ -12,6 +12,15 @@
 //! the instance's `trace_pipe` in a thread, and gives each request the kernel's time
 //! ([`KernelStamps::arrival`]). Where tracefs or the tracepoint is missing, or a stamp does
 //! not come in time, the handler's own time stands (counted).
+//!
+//! A request a loop device over the drive's file made was issued earlier still: the loop
+//! device's `block_rq_issue` is when the host's block layer handed it to the "drive" (on a
+//! real disk, the driver's command), and its worker reaches FUSE some 20–200 µs later. The
+//! instance also records the block tracepoints of loop devices (major 7); a loop device whose
+//! `loop/backing_file` is the drive's file ([`KernelStamps::set_disk`]) is ours, and a FUSE
+//! request matching one of its issued requests (operation, first sector, sectors) arrives at
+//! that issue. Its `block_rq_complete` is where the host sees the request complete: the
+//! reply path ([`super::replypath`]) is measured to it.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -25,7 +34,9 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use super::replypath::{Key, ReplyPath};
 use super::writelog::monotonic_ns;
+use crate::trace::{EventKind, ReqOp};
 
 /// How long a handler waits for its request's stamp before taking its own time: the
 /// tracepoint fired before the server could read the request, so the stamp is normally
@@ -40,8 +51,19 @@ const MAX_STAMPS: usize = 1 << 16;
 
 /// A `fuse_request_send` line's fields: (connection, unique, time in ns of CLOCK_MONOTONIC).
 pub fn parse_send(line: &str) -> Option<(u64, u64, u64)> {
+    parse_event(line, "fuse_request_send")
+}
+
+/// A `fuse_request_end` line's fields (the kernel has the server's reply): (connection,
+/// unique, time in ns of CLOCK_MONOTONIC).
+pub fn parse_end(line: &str) -> Option<(u64, u64, u64)> {
+    parse_event(line, "fuse_request_end")
+}
+
+/// Either event: the one whose name is `name`.
+fn parse_event(line: &str, name: &str) -> Option<(u64, u64, u64)> {
     let (time_ns, event, payload) = crate::trace::event_fields(line.trim())?;
-    if event != "fuse_request_send" {
+    if event != name {
         return None;
     }
     let mut words = payload.split_whitespace();
@@ -82,9 +104,59 @@ impl Stamps {
     }
 }
 
+/// Block requests of the loop devices over the drive's file.
+#[derive(Debug, Default)]
+struct BlockStamps {
+    /// Loop devices (major, minor) and whether they are over the drive's file, as found at
+    /// the time given (looked up again a second later: loop devices come and go).
+    ours: HashMap<(u32, u32), (bool, Instant)>,
+    /// Issued requests not yet taken by a handler: (op, sector, sectors) → issue times.
+    issues: HashMap<(u8, u64, u64), std::collections::VecDeque<u64>>,
+    /// Insertion order, for dropping the oldest.
+    order: std::collections::VecDeque<(u8, u64, u64)>,
+}
+
+impl BlockStamps {
+    fn insert(&mut self, key: (u8, u64, u64), mono_ns: u64) {
+        self.issues.entry(key).or_default().push_back(mono_ns);
+        self.order.push_back(key);
+        while self.order.len() > MAX_STAMPS {
+            if let Some(k) = self.order.pop_front() {
+                if let Some(q) = self.issues.get_mut(&k) {
+                    q.pop_front();
+                    if q.is_empty() {
+                        self.issues.remove(&k);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The oldest issue of `key` not yet taken.
+    fn take(&mut self, key: (u8, u64, u64)) -> Option<u64> {
+        let q = self.issues.get_mut(&key)?;
+        let t = q.pop_front();
+        if q.is_empty() {
+            self.issues.remove(&key);
+        }
+        t
+    }
+}
+
+/// Loop devices' block numbers (major 7) as the block tracepoints' `dev` field has them.
+const LOOP_FILTER: &str = "dev >= 7340032 && dev < 8388608";
+
 #[derive(Debug)]
 struct Shared {
     stamps: Mutex<Stamps>,
+    /// The loop devices' requests ([`BlockStamps`]).
+    block: Mutex<BlockStamps>,
+    /// The drive's file (`MOUNTPOINT/disk`): a loop device over it is ours.
+    disk: Mutex<Option<std::path::PathBuf>>,
+    /// Requests given their loop device's issue time, and the sum of (kernel's FUSE queueing
+    /// − block issue), ns.
+    block_stamped: AtomicU64,
+    block_lead_ns: AtomicU64,
     arrived: Condvar,
     stop: AtomicBool,
     /// The connection served (0: not known yet).
@@ -98,11 +170,19 @@ struct Shared {
     lead_ns: AtomicU64,
     /// Requests in a row that found no stamp.
     misses: AtomicU64,
+    /// The reply path's lag, learnt from `fuse_request_end` ([`super::replypath`]); `None`
+    /// where that tracepoint is missing.
+    reply_path: Option<ReplyPath>,
 }
 
 impl Shared {
-    fn new() -> Shared {
+    fn new(reply_path: bool) -> Shared {
         Shared {
+            reply_path: reply_path.then(ReplyPath::new),
+            block: Mutex::new(BlockStamps::default()),
+            disk: Mutex::new(None),
+            block_stamped: AtomicU64::new(0),
+            block_lead_ns: AtomicU64::new(0),
             stamps: Mutex::new(Stamps::default()),
             arrived: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -134,22 +214,39 @@ pub struct StampStats {
     pub handler_stamped: u64,
     /// Mean time from the kernel's queueing to the handler, over the stamped requests (ns).
     pub mean_lead_ns: u64,
+    /// Requests a loop device over the drive's file made, whose arrival is that loop
+    /// device's issue (`block_rq_issue`).
+    pub block_stamped: u64,
+    /// Mean time from the loop device's issue to the kernel's queueing for the server, over
+    /// those (ns): the host's time that a real drive's command does not spend.
+    pub mean_block_lead_ns: u64,
 }
 
 impl KernelStamps {
-    /// Starts recording `fuse_request_send` in a tracefs instance `hddsim-PID` (its own tracefs
-    /// mount in `mount_parent`). `Ok(None)` where tracefs, instances or the tracepoint are
+    /// Starts recording `fuse_request_send` (and `fuse_request_end`, for the reply path,
+    /// where the kernel has it) in a tracefs instance `hddsim-PID` (its own tracefs mount in
+    /// `mount_parent`). `Ok(None)` where tracefs, instances or the send tracepoint are
     /// missing.
     pub fn start(mount_parent: &Path) -> std::io::Result<Option<KernelStamps>> {
         let name = format!("hddsim-{}", std::process::id());
-        let Some(tracing) = devguard::Tracing::start_events(
-            mount_parent,
-            ".hddsim-tracefs",
-            &name,
-            &[("fuse/fuse_request_send", "")],
-            1024,
-        )?
-        else {
+        let start = |events: &[(&str, &str)]| {
+            devguard::Tracing::start_events(mount_parent, ".hddsim-tracefs", &name, events, 1024)
+        };
+        let mut ends = true;
+        let full = [
+            ("fuse/fuse_request_send", ""),
+            ("fuse/fuse_request_end", ""),
+            ("block/block_rq_issue", LOOP_FILTER),
+            ("block/block_rq_complete", LOOP_FILTER),
+        ];
+        let tracing = match start(&full)? {
+            Some(t) => Some(t),
+            None => {
+                ends = false;
+                start(&full[..1])?
+            }
+        };
+        let Some(tracing) = tracing else {
             return Ok(None);
         };
         let pipe = std::fs::OpenOptions::new()
@@ -157,11 +254,16 @@ impl KernelStamps {
             .custom_flags(libc::O_NONBLOCK)
             .open(tracing.instance().join("trace_pipe"))?;
         tracing.on()?;
-        let shared = Arc::new(Shared::new());
+        let shared = Arc::new(Shared::new(ends));
         let sh = Arc::clone(&shared);
         let reader = std::thread::Builder::new()
             .name("hddsim-kstamp".into())
-            .spawn(move || read_pipe(pipe, &sh))?;
+            .spawn(move || {
+                if super::server::REALTIME.load(Ordering::Relaxed) {
+                    let _ = super::server::set_realtime();
+                }
+                read_pipe(pipe, &sh)
+            })?;
         Ok(Some(KernelStamps {
             shared,
             reader: Some(reader),
@@ -173,7 +275,7 @@ impl KernelStamps {
     #[cfg(test)]
     fn detached() -> KernelStamps {
         KernelStamps {
-            shared: Arc::new(Shared::new()),
+            shared: Arc::new(Shared::new(true)),
             reader: None,
             _tracing: None,
         }
@@ -187,6 +289,69 @@ impl KernelStamps {
             .lock()
             .unwrap()
             .insert((connection, unique), mono_ns);
+    }
+
+    /// The reply path's lag per class ([`super::replypath`]), where the kernel reports
+    /// requests' ends.
+    pub fn reply_path(&self) -> Option<&ReplyPath> {
+        self.shared.reply_path.as_ref()
+    }
+
+    /// `at` on CLOCK_MONOTONIC, in ns (the tracepoints' clock).
+    pub fn mono_ns(&self, at: Instant) -> u64 {
+        let (base_i, base_m) = self.shared.base;
+        if at >= base_i {
+            base_m + (at - base_i).as_nanos() as u64
+        } else {
+            base_m.saturating_sub((base_i - at).as_nanos() as u64)
+        }
+    }
+
+    /// Sets the drive's file: loop devices over it are ours (see the module's note).
+    pub fn set_disk(&self, disk: &Path) {
+        *self.shared.disk.lock().unwrap_or_else(|e| e.into_inner()) = Some(disk.to_path_buf());
+    }
+
+    /// The arrival of request `unique` of `op` at `sector` over `sectors`, which the handler
+    /// took at `entry`: its loop device's issue where a loop device over the drive's file made
+    /// it (then `true`), else [`KernelStamps::arrival`].
+    pub fn arrival_of(
+        &self,
+        unique: u64,
+        entry: Instant,
+        op: ReqOp,
+        sector: u64,
+        sectors: u64,
+    ) -> (Instant, bool) {
+        let queued = self.arrival(unique, entry);
+        let sh = &self.shared;
+        let issued = sh
+            .block
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take((op as u8, sector, sectors));
+        match issued {
+            Some(t) => {
+                let at = self.instant(t).min(queued);
+                sh.block_stamped.fetch_add(1, Ordering::Relaxed);
+                sh.block_lead_ns
+                    .fetch_add((queued - at).as_nanos() as u64, Ordering::Relaxed);
+                (at, true)
+            }
+            None => (queued, false),
+        }
+    }
+
+    /// CLOCK_MONOTONIC ns as an `Instant`.
+    fn instant(&self, t: u64) -> Instant {
+        let (base_i, base_m) = self.shared.base;
+        if t >= base_m {
+            base_i + Duration::from_nanos(t - base_m)
+        } else {
+            base_i
+                .checked_sub(Duration::from_nanos(base_m - t))
+                .unwrap_or(base_i)
+        }
     }
 
     /// Sets the connection served (see [`connection_number`]).
@@ -234,15 +399,7 @@ impl KernelStamps {
             return entry;
         };
         sh.misses.store(0, Ordering::Relaxed);
-        let (base_i, base_m) = sh.base;
-        let at = if t >= base_m {
-            base_i + Duration::from_nanos(t - base_m)
-        } else {
-            base_i
-                .checked_sub(Duration::from_nanos(base_m - t))
-                .unwrap_or(base_i)
-        };
-        let at = at.min(entry);
+        let at = self.instant(t).min(entry);
         sh.stamped.fetch_add(1, Ordering::Relaxed);
         sh.lead_ns
             .fetch_add((entry - at).as_nanos() as u64, Ordering::Relaxed);
@@ -253,10 +410,13 @@ impl KernelStamps {
     pub fn stats(&self) -> StampStats {
         let sh = &self.shared;
         let stamped = sh.stamped.load(Ordering::Relaxed);
+        let block = sh.block_stamped.load(Ordering::Relaxed);
         StampStats {
             kernel_stamped: stamped,
             handler_stamped: sh.unstamped.load(Ordering::Relaxed),
             mean_lead_ns: sh.lead_ns.load(Ordering::Relaxed) / stamped.max(1),
+            block_stamped: block,
+            mean_block_lead_ns: sh.block_lead_ns.load(Ordering::Relaxed) / block.max(1),
         }
     }
 }
@@ -269,6 +429,29 @@ impl Drop for KernelStamps {
         }
         // `_tracing` is dropped next: recording off, the instance and its mount removed.
     }
+}
+
+/// Whether loop device `dev` is over the drive's file (its `loop/backing_file` in sysfs),
+/// looked up at most once a second per device.
+fn is_ours(sh: &Shared, b: &mut BlockStamps, dev: (u32, u32)) -> bool {
+    if let Some(&(ours, at)) = b.ours.get(&dev) {
+        if at.elapsed() < Duration::from_secs(1) {
+            return ours;
+        }
+    }
+    let disk = sh.disk.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let ours = disk.is_some_and(|disk| {
+        std::fs::read_to_string(format!(
+            "/sys/dev/block/{}:{}/loop/backing_file",
+            dev.0, dev.1
+        ))
+        .is_ok_and(|f| {
+            let f = Path::new(f.trim_end_matches('\n'));
+            f == disk || std::fs::canonicalize(f).is_ok_and(|f| f == disk)
+        })
+    });
+    b.ours.insert(dev, (ours, Instant::now()));
+    ours
 }
 
 /// The reader thread: parses `trace_pipe` until told to stop.
@@ -295,17 +478,52 @@ fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
             continue;
         };
         let lines: String = partial.drain(..=cut).collect();
-        let mut s = sh.stamps.lock().unwrap_or_else(|e| e.into_inner());
-        let mut added = false;
+        let conn = sh.connection.load(Ordering::Relaxed);
+        let mut sends = Vec::new();
+        let mut ends = Vec::new();
+        let mut block = Vec::new();
         for line in lines.lines() {
-            if let Some((conn, unique, t)) = parse_send(line) {
-                s.insert((conn, unique), t);
-                added = true;
+            if let Some((c, unique, t)) = parse_send(line) {
+                sends.push(((c, unique), t));
+            } else if let Some((c, unique, t)) = parse_end(line) {
+                if c == conn {
+                    ends.push((Key::Fuse(unique), t));
+                }
+            } else if let Ok(Some(ev)) = crate::trace::parse_line(line, 0) {
+                block.push(ev);
             }
         }
-        drop(s);
-        if added {
+        // The loop devices' issues first: a handler woken by its request's send stamp looks
+        // for the issue that preceded it, which must be there by then.
+        if !block.is_empty() {
+            let mut b = sh.block.lock().unwrap_or_else(|e| e.into_inner());
+            for ev in block {
+                if !is_ours(sh, &mut b, ev.dev) {
+                    continue;
+                }
+                // A flush is issued at sector 0 and completes at sector −1: one key.
+                let key = match ev.rwbs.op {
+                    ReqOp::Flush => (ReqOp::Flush as u8, 0, 0),
+                    op => (op as u8, ev.sector, ev.nr_sectors),
+                };
+                match ev.kind {
+                    EventKind::Issue => b.insert(key, ev.time_ns),
+                    EventKind::Complete => ends.push((Key::Block(key.0, key.1, key.2), ev.time_ns)),
+                }
+            }
+        }
+        if !sends.is_empty() {
+            let mut s = sh.stamps.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, t) in sends {
+                s.insert(key, t);
+            }
+            drop(s);
             sh.arrived.notify_all();
+        }
+        if let Some(rp) = &sh.reply_path {
+            for (key, t) in ends {
+                rp.ended(key, t);
+            }
         }
     }
 }

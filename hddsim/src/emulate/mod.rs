@@ -19,6 +19,7 @@ pub mod backing;
 pub mod cli;
 pub mod kstamp;
 pub mod latent;
+pub mod replypath;
 pub mod server;
 pub mod writelog;
 
@@ -93,12 +94,28 @@ pub struct RequestStats {
     /// Reads that touched an unreadable sector and failed (EIO) after the error recovery
     /// time ([`latent`]).
     pub read_errors: u64,
+    /// Times the drive was put back as at power-on ([`DriveQueue::reset`]).
+    pub resets: u64,
+}
+
+/// Why [`DriveQueue::reset`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResetRefused {
+    /// The modelled cache holds this many dirty sectors: flush first.
+    #[error("the drive's cache holds {0} dirty sectors; flush it first (fsync the disk)")]
+    Dirty(u64),
+    /// A request is in service for this many more ns.
+    #[error("a request is in service for another {0} ns")]
+    Busy(u64),
 }
 
 /// The modelled drive's command queue: requests in, modelled times out.
 #[derive(Debug)]
 pub struct DriveQueue {
     drive: Drive,
+    /// The drive's profile, for [`DriveQueue::reset`].
+    profile: Profile,
     clock: Clock,
     t0: Instant,
     last_end: f64,
@@ -119,6 +136,7 @@ impl DriveQueue {
         }
         Ok(DriveQueue {
             drive: Drive::new(profile),
+            profile: profile.clone(),
             clock,
             t0: Instant::now(),
             last_end: 0.0,
@@ -240,6 +258,27 @@ impl DriveQueue {
             );
         }
         s
+    }
+
+    /// Puts the modelled drive back as at power-on ([`Drive::reset`]): its cache empty, the
+    /// head at sector 0, nothing in service, so that what follows does not depend on what
+    /// came before. Refused while the cache holds dirty data (flush first) or a request is
+    /// in service at `now`. The statistics are kept; `resets` counts it.
+    pub fn reset(&mut self, now: Instant) -> Result<(), ResetRefused> {
+        let dirty = self.drive.dirty_sectors();
+        if dirty > 0 {
+            return Err(ResetRefused::Dirty(dirty));
+        }
+        let now_ns = match self.clock {
+            Clock::Real => now.saturating_duration_since(self.t0).as_nanos() as f64,
+            Clock::Virtual => self.last_end,
+        };
+        if self.last_end > now_ns {
+            return Err(ResetRefused::Busy((self.last_end - now_ns) as u64));
+        }
+        self.drive.reset(&self.profile);
+        self.stats.resets += 1;
+        Ok(())
     }
 
     /// Writes out the request log.

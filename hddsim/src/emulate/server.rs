@@ -45,6 +45,7 @@ use serde::Serialize;
 use super::backing::{Backing, BackingStats};
 use super::kstamp::{KernelStamps, StampStats};
 use super::latent::LatentErrors;
+use super::replypath::{Class, ClassStats, Key};
 use super::{Clock, DriveQueue, RequestStats, Scheduled};
 use crate::model::DriveStats;
 use crate::trace::ReqOp;
@@ -53,10 +54,14 @@ const TTL: Duration = Duration::from_secs(1);
 const ROOT: u64 = FUSE_ROOT_ID;
 const DISK: u64 = 2;
 const STATS: u64 = 3;
+const CONTROL: u64 = 4;
 /// The drive's file in the mount.
 pub const DISK_NAME: &str = "disk";
 /// The statistics file in the mount.
 pub const STATS_NAME: &str = "stats.json";
+/// The control file in the mount: writing `reset` puts the modelled drive back as at
+/// power-on ([`DriveQueue::reset`]).
+pub const CONTROL_NAME: &str = "control";
 /// Reply threads: more than the kernel keeps outstanding (max_background).
 const REPLIERS: usize = 72;
 /// Threads writing pending writes to the backing image.
@@ -68,6 +73,36 @@ const MAX_BACKGROUND: u16 = 64;
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The serving threads (the session's, the repliers, the stamp reader) run at a real-time
+/// priority ([`set_realtime`]); set before the server is made.
+pub static REALTIME: AtomicBool = AtomicBool::new(false);
+
+/// The real-time priority of the serving threads: above every normal thread (the program
+/// under test, the loop device's workers, other work on the host), below the kernel's own
+/// real-time threads (its interrupt threads run at 50).
+pub const REALTIME_PRIORITY: u8 = 10;
+
+/// Puts the calling thread in `SCHED_FIFO` at [`REALTIME_PRIORITY`]: a thread that sleeps until
+/// its request's modelled completion then runs the moment it wakes, not when the scheduler
+/// gets round to it on a host whose CPUs the program under test keeps busy. Needs root (or
+/// CAP_SYS_NICE); the kernel's real-time throttling (`sched_rt_runtime_us`) bounds what such
+/// threads can take.
+pub fn set_realtime() -> Result<(), String> {
+    use thread_priority::unix::{
+        set_thread_priority_and_policy, thread_native_id, RealtimeThreadSchedulePolicy,
+        ThreadSchedulePolicy,
+    };
+    let prio = thread_priority::ThreadPriority::from_posix(thread_priority::ScheduleParams {
+        sched_priority: i32::from(REALTIME_PRIORITY),
+    });
+    set_thread_priority_and_policy(
+        thread_native_id(),
+        prio,
+        ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
+    )
+    .map_err(|e| format!("{e:?}"))
+}
+
 /// Threads running jobs in the order they were queued.
 #[derive(Debug)]
 struct Pool {
@@ -77,19 +112,27 @@ struct Pool {
 
 impl Pool {
     fn new(n: usize) -> Pool {
+        Pool::with_init(n, || {})
+    }
+
+    /// [`Pool::new`], each thread running `init` first.
+    fn with_init(n: usize, init: fn()) -> Pool {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let threads = (0..n)
             .map(|_| {
                 let rx = Arc::clone(&rx);
-                std::thread::spawn(move || loop {
-                    let job = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    match job {
-                        Ok(job) => job(),
-                        Err(_) => return,
+                std::thread::spawn(move || {
+                    init();
+                    loop {
+                        let job = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
                     }
                 })
             })
@@ -176,25 +219,37 @@ impl Shared {
         }
     }
 
-    /// Waits until `s` completes (real clock) and accounts for a late reply.
-    fn wait_for(&self, s: &Scheduled, origin: Instant, clock: Clock) {
+    /// Waits until `lead` before `s` completes (real clock) and accounts for a late reply.
+    /// Returns the moment aimed at when the worker did wait for it (its lag to the kernel's
+    /// end then measures the reply path, [`super::replypath`]), `None` when it was late.
+    fn wait_for(
+        &self,
+        s: &Scheduled,
+        origin: Instant,
+        clock: Clock,
+        lead: Duration,
+    ) -> Option<(Instant, Instant)> {
+        let mut waited = None;
         if clock == Clock::Real {
             let due = origin + Duration::from_nanos(s.end.max(0.0) as u64);
+            let aim = due.checked_sub(lead).unwrap_or(due);
             let now = Instant::now();
-            if due > now {
+            if aim > now {
                 // In slices, so that an unmount ends the wait (the reply then goes nowhere).
                 let mut now = now;
-                while due > now && !self.shutdown.load(Ordering::Relaxed) {
-                    std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                while aim > now && !self.shutdown.load(Ordering::Relaxed) {
+                    std::thread::sleep((aim - now).min(Duration::from_millis(50)));
                     now = Instant::now();
                 }
-            } else if now - due > Duration::from_micros(500) {
+                waited = Some((aim, due));
+            } else if now - aim > Duration::from_micros(500) {
                 self.late_replies.fetch_add(1, Ordering::Relaxed);
                 self.late_ns
-                    .fetch_add((now - due).as_nanos() as u64, Ordering::Relaxed);
+                    .fetch_add((now - aim).as_nanos() as u64, Ordering::Relaxed);
             }
         }
         self.outstanding.fetch_sub(1, Ordering::Relaxed);
+        waited
     }
 
     fn failed(&self) {
@@ -244,6 +299,10 @@ pub struct Snapshot {
     /// Latent sector errors: the LBAs still unreadable (as `--bad-sectors` takes them), how
     /// many, and how many writes made readable again.
     pub latent: LatentSnapshot,
+    /// The reply path per request class ([`super::replypath`]): how much before the modelled
+    /// completion replies are sent, and the kernel's completion minus the modelled one that
+    /// remains. Empty where the kernel's request ends are not recorded.
+    pub reply_path: Vec<ClassStats>,
 }
 
 /// The latent sector errors in `stats.json`.
@@ -282,6 +341,9 @@ pub struct EmulatorFs {
     write_log: Option<super::writelog::Writer<std::io::BufWriter<std::fs::File>>>,
     /// The kernel's queueing times of the requests, when recorded ([`super::kstamp`]).
     stamps: Option<Arc<KernelStamps>>,
+    /// Replies are sent early by the reply path's lag ([`super::replypath`]); off, they are
+    /// sent at the modelled completion (the lag is still measured).
+    compensate: bool,
 }
 
 impl EmulatorFs {
@@ -328,7 +390,14 @@ impl EmulatorFs {
             uid: nix::unistd::getuid().as_raw(),
             gid: nix::unistd::getgid().as_raw(),
             mounted_at: SystemTime::now(),
-            repliers: Pool::new(REPLIERS),
+            // A sleeping replier wakes within microseconds of its aim, not the default
+            // timer slack's 50 µs later.
+            repliers: Pool::with_init(REPLIERS, || {
+                let _ = nix::sys::prctl::set_timerslack(1);
+                if REALTIME.load(Ordering::Relaxed) {
+                    let _ = set_realtime();
+                }
+            }),
             writers: Pool::new(WRITERS),
             snapshots: std::collections::HashMap::new(),
             next_fh: 1,
@@ -336,6 +405,7 @@ impl EmulatorFs {
             shutdown_errors: Arc::new(Mutex::new(Vec::new())),
             write_log: None,
             stamps: None,
+            compensate: true,
         }
     }
 
@@ -345,11 +415,26 @@ impl EmulatorFs {
         self.stamps = Some(stamps);
     }
 
-    /// The arrival of request `unique`, whose handler started at `entry`.
-    fn arrival(&self, unique: u64, entry: Instant) -> Instant {
+    /// Sends replies at the modelled completion instead of early by the reply path's lag
+    /// (which is still measured): what the emulator did before 2026-11-29.
+    pub fn set_reply_at_completion(&mut self) {
+        self.compensate = false;
+    }
+
+    /// The arrival of request `unique` of `op` at `sector` over `sectors`, whose handler
+    /// started at `entry`, and whether a loop device over the drive made it
+    /// ([`KernelStamps::arrival_of`]).
+    fn arrival(
+        &self,
+        unique: u64,
+        entry: Instant,
+        op: ReqOp,
+        sector: u64,
+        sectors: u64,
+    ) -> (Instant, bool) {
         match &self.stamps {
-            Some(k) => k.arrival(unique, entry),
-            None => entry,
+            Some(k) => k.arrival_of(unique, entry, op, sector, sectors),
+            None => (entry, false),
         }
     }
 
@@ -416,6 +501,11 @@ impl EmulatorFs {
             busy_until_ns: q.busy_until().round() as u64,
             drive: q.drive_stats().clone(),
             arrivals: self.stamps.as_ref().map(|k| k.stats()).unwrap_or_default(),
+            reply_path: self
+                .stamps
+                .as_ref()
+                .and_then(|k| k.reply_path().map(|p| p.stats()))
+                .unwrap_or_default(),
             latent: {
                 let l = sh.latent.lock().unwrap_or_else(|e| e.into_inner());
                 LatentSnapshot {
@@ -445,6 +535,7 @@ impl EmulatorFs {
             ROOT => (FileType::Directory, 0o755, 0, 2),
             DISK => (FileType::RegularFile, 0o644, self.size, 1),
             STATS => (FileType::RegularFile, 0o444, 0, 1),
+            CONTROL => (FileType::RegularFile, 0o200, 0, 1),
             _ => return None,
         };
         let t = self.mounted_at;
@@ -469,23 +560,33 @@ impl EmulatorFs {
 
     /// Takes a request into the drive's queue and hands `work` (the backing I/O and the
     /// reply) to a worker, which runs it and replies at the modelled completion.
-    fn dispatch<F>(&self, op: ReqOp, sector: u64, sectors: u64, arrived: Instant, work: F)
-    where
+    fn dispatch<F>(
+        &self,
+        unique: u64,
+        op: ReqOp,
+        sector: u64,
+        sectors: u64,
+        arrived: (Instant, bool),
+        work: F,
+    ) where
         F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
     {
-        self.dispatch_with(op, sector, sectors, false, arrived, work)
+        self.dispatch_with(unique, op, sector, sectors, false, arrived, work)
     }
 
     /// [`EmulatorFs::dispatch`]; with `failed_read`, a read that fails after the error
-    /// recovery time ([`DriveQueue::submit_failed_read`]). `arrived`: when the handler took
-    /// the request, before any copy of its data (the request's arrival at the drive).
+    /// recovery time ([`DriveQueue::submit_failed_read`]). `arrived`: the request's arrival
+    /// at the drive (before any copy of its data: [`EmulatorFs::arrival`]), and whether a
+    /// loop device over the drive made it (its completion is then that loop device's).
+    #[allow(clippy::too_many_arguments)]
     fn dispatch_with<F>(
         &self,
+        unique: u64,
         op: ReqOp,
         sector: u64,
         sectors: u64,
         failed_read: bool,
-        arrived: Instant,
+        (arrived, via_block): (Instant, bool),
         work: F,
     ) where
         F: FnOnce(&Shared) -> Box<dyn FnOnce() + Send> + Send + 'static,
@@ -503,9 +604,30 @@ impl EmulatorFs {
             }
         };
         let (origin, clock) = (self.origin, self.clock);
+        // The reply is aimed at the modelled completion less the reply path's lag for its
+        // class, so that the kernel sees it complete then ([`super::replypath`]).
+        let (class, key) = if via_block {
+            (
+                Class::of(op, sectors * 512).on_block_device(),
+                Key::block(op, sector, sectors),
+            )
+        } else {
+            (Class::of(op, sectors * 512), Key::Fuse(unique))
+        };
+        let stamps = self.stamps.clone();
+        let compensate = self.compensate;
         self.repliers.run(Box::new(move || {
             let reply = work(&sh);
-            sh.wait_for(&s, origin, clock);
+            let path = stamps.as_ref().and_then(|k| k.reply_path().map(|p| (k, p)));
+            let lead = match path {
+                Some((_, p)) if compensate => p.lead(class),
+                _ => 0,
+            };
+            let waited = sh.wait_for(&s, origin, clock, Duration::from_nanos(lead));
+            // A failed read's reply (an error, no data) is not the path of a read's.
+            if let (Some((k, p)), Some((aim, due)), false) = (path, waited, failed_read) {
+                p.sent(key, class, k.mono_ns(aim), k.mono_ns(due));
+            }
             reply();
         }));
     }
@@ -534,6 +656,25 @@ impl EmulatorFs {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .next_id
+    }
+
+    /// A command written to `control`: `reset` ([`DriveQueue::reset`]; `EBUSY` while
+    /// requests are outstanding or the modelled cache is dirty). Anything else is `EINVAL`.
+    fn control(&self, data: &[u8]) -> Result<(), c_int> {
+        match std::str::from_utf8(data).map(str::trim) {
+            Ok("reset") => {
+                if self.shared.outstanding.load(Ordering::Relaxed) > 0 {
+                    return Err(libc::EBUSY);
+                }
+                self.shared
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .reset(Instant::now())
+                    .map_err(|_| libc::EBUSY)
+            }
+            _ => Err(libc::EINVAL),
+        }
     }
 
     fn check(&self) -> Result<(), c_int> {
@@ -586,6 +727,7 @@ impl fuser::Filesystem for EmulatorFs {
         let ino = match name.to_str() {
             Some(DISK_NAME) if parent == ROOT => DISK,
             Some(STATS_NAME) if parent == ROOT => STATS,
+            Some(CONTROL_NAME) if parent == ROOT => CONTROL,
             _ => return reply.error(libc::ENOENT),
         };
         match self.attr(ino) {
@@ -656,6 +798,12 @@ impl fuser::Filesystem for EmulatorFs {
                 self.snapshots.insert(fh, Arc::new(text));
                 reply.opened(fh, FOPEN_DIRECT_IO)
             }
+            CONTROL => {
+                if flags & libc::O_ACCMODE != libc::O_WRONLY {
+                    return reply.error(libc::EACCES);
+                }
+                reply.opened(0, FOPEN_DIRECT_IO)
+            }
             ROOT => reply.opened(0, 0),
             _ => reply.error(libc::ENOENT),
         }
@@ -709,7 +857,6 @@ impl fuser::Filesystem for EmulatorFs {
         if let Err(e) = self.check() {
             return reply.error(e);
         }
-        let arrived = self.arrival(req.unique(), entry);
         let end = (offset + u64::from(size)).min(self.size);
         if end <= offset {
             return reply.data(&[]);
@@ -717,6 +864,7 @@ impl fuser::Filesystem for EmulatorFs {
         // The sectors around the range: what the drive reads.
         let a = offset / 512 * 512;
         let b = end.div_ceil(512) * 512;
+        let arrived = self.arrival(req.unique(), entry, ReqOp::Read, a / 512, (b - a) / 512);
         let unreadable = self
             .shared
             .latent
@@ -726,6 +874,7 @@ impl fuser::Filesystem for EmulatorFs {
         if unreadable.is_some() {
             // An unrecovered read error: EIO once the drive has given up.
             return self.dispatch_with(
+                req.unique(),
                 ReqOp::Read,
                 a / 512,
                 (b - a) / 512,
@@ -735,18 +884,25 @@ impl fuser::Filesystem for EmulatorFs {
             );
         }
         let epoch = self.write_epoch();
-        self.dispatch(ReqOp::Read, a / 512, (b - a) / 512, arrived, move |sh| {
-            sh.wait_pending(epoch, a, b);
-            let mut buf = AlignedBuf::zeroed((b - a) as usize, 4096);
-            let res = sh.backing.read_exact_at(&mut buf, a);
-            Box::new(move || match res {
-                Ok(()) => {
-                    let skip = (offset - a) as usize;
-                    reply.data(&buf[skip..skip + (end - offset) as usize])
-                }
-                Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
-            })
-        });
+        self.dispatch(
+            req.unique(),
+            ReqOp::Read,
+            a / 512,
+            (b - a) / 512,
+            arrived,
+            move |sh| {
+                sh.wait_pending(epoch, a, b);
+                let mut buf = AlignedBuf::zeroed((b - a) as usize, 4096);
+                let res = sh.backing.read_exact_at(&mut buf, a);
+                Box::new(move || match res {
+                    Ok(()) => {
+                        let skip = (offset - a) as usize;
+                        reply.data(&buf[skip..skip + (end - offset) as usize])
+                    }
+                    Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
+                })
+            },
+        );
     }
 
     fn write(
@@ -764,6 +920,12 @@ impl fuser::Filesystem for EmulatorFs {
         // The request's arrival: the kernel's queueing time where recorded, else now, before
         // the copy of its data below, which a drive would overlap with its own transfer.
         let entry = Instant::now();
+        if ino == CONTROL {
+            return match self.control(data) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(e),
+            };
+        }
         if ino != DISK {
             return reply.error(libc::EBADF);
         }
@@ -784,7 +946,7 @@ impl fuser::Filesystem for EmulatorFs {
         if len == 0 {
             return reply.written(0);
         }
-        let arrived = self.arrival(req.unique(), entry);
+        let arrived = self.arrival(req.unique(), entry, ReqOp::Write, offset / 512, len / 512);
         self.log_accepted(offset / 512, Some(data));
         // A write makes the unreadable sectors it covers readable again (rewritten or
         // reallocated), from its arrival on.
@@ -812,9 +974,14 @@ impl fuser::Filesystem for EmulatorFs {
         }));
         // Acknowledged at the modelled completion, as a drive acknowledges a write in its
         // cache; a failed backing write fails the next flush.
-        self.dispatch(ReqOp::Write, offset / 512, len / 512, arrived, move |_| {
-            Box::new(move || reply.written(len as u32))
-        });
+        self.dispatch(
+            req.unique(),
+            ReqOp::Write,
+            offset / 512,
+            len / 512,
+            arrived,
+            move |_| Box::new(move || reply.written(len as u32)),
+        );
     }
 
     fn fsync(&mut self, req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
@@ -825,10 +992,10 @@ impl fuser::Filesystem for EmulatorFs {
         if let Err(e) = self.check() {
             return reply.error(e);
         }
-        let arrived = self.arrival(req.unique(), entry);
+        let arrived = self.arrival(req.unique(), entry, ReqOp::Flush, 0, 0);
         self.log_accepted(0, None);
         let epoch = self.write_epoch();
-        self.dispatch(ReqOp::Flush, 0, 0, arrived, move |sh| {
+        self.dispatch(req.unique(), ReqOp::Flush, 0, 0, arrived, move |sh| {
             sh.wait_pending(epoch, 0, u64::MAX);
             let res = if sh.sync_backing {
                 sh.backing.sync_data()
@@ -887,6 +1054,7 @@ impl fuser::Filesystem for EmulatorFs {
             (ROOT, FileType::Directory, ".."),
             (DISK, FileType::RegularFile, DISK_NAME),
             (STATS, FileType::RegularFile, STATS_NAME),
+            (CONTROL, FileType::RegularFile, CONTROL_NAME),
         ];
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset.max(0) as usize) {
             if reply.add(*ino, (i + 1) as i64, *kind, name) {

@@ -14,8 +14,10 @@
 //! SIGTERM).
 
 mod plan;
+mod runstats;
 mod setup;
 mod target;
+mod template;
 
 pub use plan::{parse_duration, parse_size, round_order, time_left, Scales, Timings};
 pub use target::{parse_targets, ALL_TARGETS};
@@ -670,6 +672,8 @@ struct Runner<'a> {
     stop: &'a AtomicBool,
     out_dir: PathBuf,
     failures: u32,
+    /// On the emulated drive, each target's filesystem made once ([`template`]).
+    templates: Option<template::Templates>,
 }
 
 impl Runner<'_> {
@@ -749,6 +753,7 @@ impl Runner<'_> {
             stop,
             out_dir,
             failures: 0,
+            templates: None,
         };
         if let DeviceKind::Emulated { profile } = &runner.o.kind {
             if !runner.o.hddsim.is_file() {
@@ -1210,7 +1215,15 @@ impl Runner<'_> {
             block_size: self.o.block_size,
             xfs_4k_sectors: emulated_profile.is_some() && self.o.sector_size == 512,
             who: WHO,
+            premade: device.emulator.is_some(),
         };
+        if device.emulator.is_some() {
+            self.templates = Some(template::Templates::new(
+                &device.work,
+                device.bytes,
+                self.o.sector_size,
+            ));
+        }
         say(&format!(
             "device {} ({} MiB), results in {}",
             device.dev.display(),
@@ -1715,6 +1728,10 @@ impl Runner<'_> {
                     device.bytes
                 ),
             );
+            if let Some(tp) = self.templates.as_mut() {
+                tp.restore(maker, rec, t, image.path())
+                    .map_err(|e| Stop::Fail(format!("restoring {t}'s filesystem: {e}")))?;
+            }
             drop_caches();
             rec.record(t, "sync && echo 3 > /proc/sys/vm/drop_caches");
         }
@@ -1730,6 +1747,27 @@ impl Runner<'_> {
         };
         if device.emulator.is_none() {
             drop_caches();
+        }
+        let mut reset_refused = None;
+        if let Some(e) = &device.emulator {
+            // Every run from the same drive state, the one its replay starts from: once the
+            // filesystem is mounted, the drive's cache is flushed and the model put back as
+            // at power-on (cache empty, head at sector 0), whatever ran before. A filesystem
+            // still writing in the background (ext4-defaults' lazy init) can keep the cache
+            // dirty: tried five times, then the run goes ahead from the drive as it is, which
+            // its emulator.json says.
+            let disk = e.disk();
+            for _ in 0..5 {
+                let _ = Command::new("sync").arg(&disk).status();
+                match e.reset() {
+                    Ok(()) => {
+                        reset_refused = None;
+                        break;
+                    }
+                    Err(err) => reset_refused = Some(err.to_string()),
+                }
+            }
+            rec.record(t, "sync EMULATOR/disk && echo reset > EMULATOR/control");
         }
         let scale = self.o.scales.of(w);
         let wfile = &self.o.workloads[wi].1;
@@ -1761,6 +1799,11 @@ impl Runner<'_> {
             shown.push_str(" --force");
         }
         rec.record(t, &shown);
+        // What the emulated drive did during the run alone: its statistics before and after.
+        let stats_before = device
+            .emulator
+            .as_ref()
+            .and_then(|e| runstats::read_json(&e.stats()));
         if let Some(tr) = tracing {
             tr.on()?;
         }
@@ -1784,6 +1827,18 @@ impl Runner<'_> {
             }
         };
         let ok = status.success();
+        if let (Some(e), Some(before)) = (&device.emulator, &stats_before) {
+            if let Some(after) = runstats::read_json(&e.stats()) {
+                let mut delta = runstats::emulator_run_stats(before, &after);
+                if let (Some(why), Some(o)) = (&reset_refused, delta.as_object_mut()) {
+                    o.insert("reset_refused".into(), why.clone().into());
+                }
+                std::fs::write(
+                    file("emulator.json"),
+                    serde_json::to_vec_pretty(&delta).unwrap_or_default(),
+                )?;
+            }
+        }
         let result = if ok {
             format!("{secs:.1}s")
         } else {

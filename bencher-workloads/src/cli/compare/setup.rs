@@ -8,6 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// How the emulated drive's replies are timed and what each run records of it (SETUP.md).
+const EMULATED_REPLIES: &str = "Each request arrives at the modelled drive when the loop device \
+     issued it, and its reply is sent early by the host's reply path (measured online per \
+     operation and size: `emulator-stats.json`'s `reply_path`), so that the loop device \
+     completes it at its modelled completion (docs/HDD-MODEL.md, \"The emulator's timing\"). \
+     What the drive did in each run alone: `runs/W/T/run-K.emulator.json`; at the end: \
+     `emulator-stats.json`";
+
 use serde::Serialize;
 
 use super::target::Recorder;
@@ -194,16 +202,17 @@ pub fn write_setup(
                      backed by a sparse image on {host_fs} (zeros are stored as holes). Before \
                      each target is made the drive is flushed and the image punched back to holes \
                      (`sync EMULATOR/disk; fallocate --punch-hole --offset 0 --length {} IMAGE`), \
-                     caches are dropped, and the run starts right after the mkfs and mount, as in \
-                     a deployment: ext4's lazy inode-table init (ext4-defaults) and XFS's log in \
-                     the middle of the drive act as on the real drive. Replies wait for the \
-                     modelled completion; the emulator's statistics at the end: \
-                     `emulator-stats.json`",
+                     caches are dropped, the modelled drive is put back as at power-on (`echo reset > \
+                     EMULATOR/control`: its cache empty, the head at sector 0), and the run starts \
+                     right after the mkfs and mount, as in a deployment: ext4's lazy inode-table \
+                     init (ext4-defaults) and XFS's log in the middle of the drive act as on the \
+                     real drive. {REPLY}",
                     i.loop_cmd,
                     i.bytes,
                     i.emu_cmd,
                     validate(p),
-                    i.bytes
+                    i.bytes,
+                    REPLY = EMULATED_REPLIES
                 ),
             );
         } else {
@@ -216,15 +225,16 @@ pub fn write_setup(
                      image on {host_fs} (zeros are stored as holes). Before each target is made \
                      the drive is flushed and the image punched back to holes (`sync \
                      EMULATOR/disk; fallocate --punch-hole --offset 0 --length {} IMAGE`), caches \
-                     are dropped, and the run starts right after the mkfs and mount. Replies wait \
-                     for the modelled completion; the emulator's statistics at the end: \
-                     `emulator-stats.json`",
+                     are dropped, the modelled drive is put back as at power-on (`echo reset > \
+                     EMULATOR/control`: its cache empty, the head at sector 0), and the run starts \
+                     right after the mkfs and mount. {REPLY}",
                     i.loop_cmd,
                     i.bytes,
                     i.bytes >> 20,
                     i.emu_cmd,
                     validate(p),
-                    i.bytes
+                    i.bytes,
+                    REPLY = EMULATED_REPLIES
                 ),
             );
             if let Some(why) = &i.span_why {

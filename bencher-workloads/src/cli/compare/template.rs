@@ -1,0 +1,165 @@
+//! On the emulated drive each target's filesystem is made once per comparison, on a sparse
+//! image of the drive's size (its *template*), and restored onto the drive's image before
+//! every run, outside the model: the run then starts on a drive as deployed — mkfs long done,
+//! the drive idle with its cache empty — not on one still busy with mkfs's writes, and
+//! however large the drive, no run pays for an mkfs in the drive's time (mkfs.ext4 writes
+//! 15.6 GB of inode tables on the 1 TB drive: about two minutes of modelled time per run).
+//!
+//! mkfs.ext4 and mkfs.xfs make their template on the image file itself (where they punch the
+//! zeros they would otherwise write: the same layout as on a block device of that size, which
+//! the SETUP check `tests/compare_script.rs` compares); `minfs mkfs` on a loop device over it
+//! (on a file it preallocates). A restore punches the drive's image to zeros, then writes the
+//! template's non-zero blocks ([`devguard::copy_nonzero`]).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use devguard::{ImageFile, LoopDevice};
+
+use super::target::{self, Maker, Recorder};
+
+/// The filesystem a target's run starts on, which its template holds: `None` for `raw` (the
+/// bare device, all zeros).
+pub fn fs_of(t: &str) -> Option<&'static str> {
+    match target::base(t) {
+        "minfs" | "minfs-512" | "minfs-fuse" | "minfs-fuse-grow" => Some("minfs"),
+        "ext4" | "ext4-prealloc" => Some("ext4"),
+        "ext4-defaults" => Some("ext4-defaults"),
+        "xfs" | "xfs-prealloc" => Some("xfs"),
+        _ => None,
+    }
+}
+
+/// The templates made so far, in `dir`, for a drive of `size` bytes.
+#[derive(Debug)]
+pub struct Templates {
+    dir: PathBuf,
+    size: u64,
+    sector_size: u32,
+    made: BTreeMap<&'static str, ImageFile>,
+}
+
+impl Templates {
+    /// None made yet; they will be sparse files in `dir` of `size` bytes, loop devices over
+    /// them of `sector_size`-byte sectors.
+    pub fn new(dir: &Path, size: u64, sector_size: u32) -> Templates {
+        Templates {
+            dir: dir.to_path_buf(),
+            size,
+            sector_size,
+            made: BTreeMap::new(),
+        }
+    }
+
+    /// Writes target `t`'s filesystem onto `image` (already punched to zeros), making its
+    /// template first if this is its first run; records the commands for SETUP.md. Returns
+    /// the bytes written.
+    pub fn restore(
+        &mut self,
+        maker: &Maker<'_>,
+        rec: &mut Recorder,
+        t: &str,
+        image: &Path,
+    ) -> io::Result<u64> {
+        let Some(fs) = fs_of(t) else {
+            return Ok(0);
+        };
+        if !self.made.contains_key(fs) {
+            let tpl = self.make(maker, rec, fs)?;
+            self.made.insert(fs, tpl);
+        }
+        let tpl = self.made[fs].path().to_path_buf();
+        rec.record(
+            t,
+            &format!("copy the non-zero blocks of TEMPLATE-{fs} to IMAGE (not through the drive)"),
+        );
+        devguard::copy_nonzero(&tpl, image)
+    }
+
+    /// Makes filesystem `fs`'s template.
+    fn make(
+        &self,
+        maker: &Maker<'_>,
+        rec: &mut Recorder,
+        fs: &'static str,
+    ) -> io::Result<ImageFile> {
+        let path = self
+            .dir
+            .join(format!("template-{fs}-{}.img", std::process::id()));
+        let tpl = ImageFile::new(path.clone(), false);
+        let f = std::fs::File::create(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        f.set_len(self.size)?;
+        drop(f);
+        let shown = format!("TEMPLATE-{fs}");
+        let record_for = |rec: &mut Recorder, line: &str| {
+            for t in [
+                "minfs",
+                "minfs-512",
+                "minfs-fuse",
+                "minfs-fuse-grow",
+                "ext4",
+                "ext4-prealloc",
+                "ext4-defaults",
+                "xfs",
+                "xfs-prealloc",
+            ] {
+                if fs_of(t) == Some(fs) {
+                    rec.record(t, line);
+                }
+            }
+        };
+        record_for(
+            rec,
+            &format!(
+                "truncate -s {} {shown}  # once per comparison: a sparse image of the drive's size",
+                self.size
+            ),
+        );
+        match fs {
+            "minfs" => {
+                let dev = LoopDevice::over(&path, self.sector_size)?;
+                let minfs = maker.minfs.display().to_string();
+                let words = [minfs.as_str(), "mkfs", "-f", "-L", "compare"];
+                record_for(
+                    rec,
+                    &format!("minfs mkfs -f -L compare LOOP  # LOOP: a loop device over {shown}"),
+                );
+                run(&words, dev.path())?;
+                rec.info(
+                    "minfs",
+                    Command::new(maker.minfs).arg("info").arg(dev.path()),
+                );
+            }
+            "ext4" | "ext4-defaults" => {
+                let words = if fs == "ext4" {
+                    target::EXT4_MKFS
+                } else {
+                    target::EXT4_DEFAULTS_MKFS
+                };
+                record_for(rec, &format!("{} {shown}", words.join(" ")));
+                run(words, &path)?;
+                rec.info(fs, Command::new("tune2fs").arg("-l").arg(&path));
+            }
+            "xfs" => {
+                let mut words = target::XFS_MKFS.to_vec();
+                if maker.xfs_4k_sectors {
+                    words.extend(["-s", "size=4096"]);
+                }
+                record_for(rec, &format!("{} {shown}", words.join(" ")));
+                run(&words, &path)?;
+            }
+            _ => {}
+        }
+        Ok(tpl)
+    }
+}
+
+/// Runs `words DEV`, failing with its output.
+fn run(words: &[&str], dev: &Path) -> io::Result<()> {
+    let mut cmd = Command::new(words[0]);
+    cmd.args(&words[1..]).arg(dev);
+    devguard::run(&mut cmd).map(|_| ())
+}
