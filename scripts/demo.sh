@@ -50,7 +50,9 @@ run create "$img" notes --size 4K
 echo "+ echo 'hello from minfs' | minfs write $img notes"
 echo 'hello from minfs' | "$minfs" write "$img" notes
 echo
-run cat "$img" notes
+echo "+ minfs cat $img notes | tr -d '\\0'    # a 4 KiB file: the rest of it is zeros"
+"$minfs" cat "$img" notes | tr -d '\0'
+echo
 run ls -l "$img"
 run info "$img"
 run fsck -n "$img"
