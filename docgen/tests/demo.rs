@@ -1,6 +1,6 @@
 //! `scripts/demo.sh` works for a user who is not root, on a fresh clone: as root the test runs
 //! it as user `nobody` (65534, through `setpriv`) on a copy of the repository's tracked files
-//! that nobody owns; as another user, as that user. The minfs binary is this build's
+//! (but results/) that nobody owns; as another user, as that user. The minfs binary is this build's
 //! (`--bin-dir`): the demo's only other step is `cargo build`, which needs no privilege but a
 //! toolchain that user can reach.
 
@@ -19,7 +19,8 @@ fn repo() -> PathBuf {
 }
 
 /// The repository's tracked files as a fresh clone has them (their content in this working
-/// tree), copied under `dest`; `Err` with the reason when git cannot list them.
+/// tree), copied under `dest` — all but the committed runs under results/ (tens of thousands of
+/// files the demo never reads); `Err` with the reason when git cannot list them.
 fn fresh_clone(dest: &Path) -> Result<(), String> {
     let out = Command::new("git")
         .args(["ls-files", "-z"])
@@ -31,6 +32,9 @@ fn fresh_clone(dest: &Path) -> Result<(), String> {
     }
     for name in out.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let rel = Path::new(std::str::from_utf8(name).unwrap());
+        if rel.starts_with("results") {
+            continue;
+        }
         let from = repo().join(rel);
         let to = dest.join(rel);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
