@@ -2,44 +2,21 @@
 //! Markdown, workload files, manifests, and the `--help` of every command and subcommand —
 //! exists in the repository. (Links of the Markdown, with their anchors: `doc_links.rs`.)
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::markdown::{repo, repo_files};
 use docgen::PROGRAMS;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// The files to scan, relative to the repository.
 fn sources() -> Vec<PathBuf> {
-    let root = repo();
-    let mut found = Vec::new();
-    let mut todo = vec![root.clone()];
-    while let Some(dir) = todo.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().unwrap().is_dir() {
-                if !matches!(name.as_str(), "target" | ".git") {
-                    todo.push(path);
-                }
-                continue;
-            }
-            let rel = path.strip_prefix(&root).unwrap().to_path_buf();
-            let scanned = matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("rs" | "sh" | "md" | "wl" | "toml")
-            ) || rel == Path::new(".ci/run");
-            if scanned {
-                found.push(rel);
-            }
-        }
-    }
-    found.sort();
-    found
+    repo_files(|rel| {
+        matches!(
+            rel.extension().and_then(|e| e.to_str()),
+            Some("rs" | "sh" | "md" | "wl" | "toml")
+        ) || rel == Path::new(".ci/run")
+    })
 }
 
 /// The `docs/…` paths named in `text`: `docs/` not preceded by a letter, digit or `_`,

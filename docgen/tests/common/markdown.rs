@@ -14,9 +14,9 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// Every Markdown file of the repository, relative to its root: all but build output, git's
-/// directory, scratch (`work-tmp`) and the runs git ignores (`results/local`).
-pub fn markdown_files() -> Vec<PathBuf> {
+/// The repository's files that `keep` accepts, relative to its root, sorted: all but build
+/// output, git's directory, scratch (`work-tmp`) and the runs git ignores (`results/local`).
+pub fn repo_files(keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let root = repo();
     let mut found = Vec::new();
     let mut todo = vec![root.clone()];
@@ -31,15 +31,18 @@ pub fn markdown_files() -> Vec<PathBuf> {
                 if !skipped {
                     todo.push(path);
                 }
-                continue;
-            }
-            if path.extension().is_some_and(|e| e == "md") {
+            } else if keep(&rel) {
                 found.push(rel);
             }
         }
     }
     found.sort();
     found
+}
+
+/// Every Markdown file of the repository, relative to its root.
+pub fn markdown_files() -> Vec<PathBuf> {
+    repo_files(|p| p.extension().is_some_and(|e| e == "md"))
 }
 
 /// The lines of `text` outside fenced code blocks (``` or ~~~), with their 1-based numbers.
