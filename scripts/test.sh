@@ -79,6 +79,16 @@ if [ -f minfs/Cargo.toml ]; then
   cargo clippy -p cannyls-adapter --all-targets -- -D warnings ||
     failed+=("clippy -p cannyls-adapter (minfs without default features) -D warnings")
 fi
+# The publishable crates package and build from their packages alone (cargo package verifies
+# each; the workspace's crates it depends on come from a local registry of the packages just
+# made; no upload and no credentials). From cargo's cache first, so that it works offline once
+# the workspace has been built; from crates.io's index where the cache lacks a dependency.
+# docgen/tests/package.rs checks their metadata.
+package=(cargo package --allow-dirty -p minfs -p minfs-devguard -p hddsim -p cannyls-adapter
+  -p bencher-workloads)
+if [ -f minfs/Cargo.toml ]; then
+  "${package[@]}" --offline || "${package[@]}" || failed+=("cargo package (the publishable crates)")
+fi
 rm -f "$counts_dir"/reliability-*.txt
 before_tests=${#failed[@]}
 set +e

@@ -180,15 +180,11 @@ pub mod recovery;
 /// without naming minfs in its own `Cargo.toml`.
 pub use minfs;
 
-/// The Rust examples of the workspace README and of this crate's README, compiled and run as
-/// doc-tests so that they keep working as written.
+/// The Rust examples of this crate's README, compiled and run as doc-tests so that they keep
+/// working as written.
 #[cfg(doctest)]
-mod readme_examples {
-    #[doc = include_str!("../../README.md")]
-    struct WorkspaceReadme;
-    #[doc = include_str!("../README.md")]
-    struct AdapterReadme;
-}
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub use recovery::{Inspection, RecoveryReport};
 

@@ -1038,3 +1038,8 @@ mod tests {
         assert!(e.to_string().contains("busy"), "{e}");
     }
 }
+
+/// The example of this crate's README, compiled and run as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,46 +1,22 @@
 //! Every `docs/…` path the repository names — in source (`.rs`), scripts (`.sh`, `.ci/run`),
 //! Markdown, workload files, manifests, and the `--help` of every command and subcommand —
-//! exists in the repository; and every relative link of a Markdown file under `docs/` leads
-//! to a file that exists.
+//! exists in the repository. (Links of the Markdown, with their anchors: `doc_links.rs`.)
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::markdown::{repo, repo_files};
 use docgen::PROGRAMS;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// The files to scan, relative to the repository.
 fn sources() -> Vec<PathBuf> {
-    let root = repo();
-    let mut found = Vec::new();
-    let mut todo = vec![root.clone()];
-    while let Some(dir) = todo.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().unwrap().is_dir() {
-                if !matches!(name.as_str(), "target" | ".git") {
-                    todo.push(path);
-                }
-                continue;
-            }
-            let rel = path.strip_prefix(&root).unwrap().to_path_buf();
-            let scanned = matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("rs" | "sh" | "md" | "wl" | "toml")
-            ) || rel == Path::new(".ci/run");
-            if scanned {
-                found.push(rel);
-            }
-        }
-    }
-    found.sort();
-    found
+    repo_files(|rel| {
+        matches!(
+            rel.extension().and_then(|e| e.to_str()),
+            Some("rs" | "sh" | "md" | "wl" | "toml")
+        ) || rel == Path::new(".ci/run")
+    })
 }
 
 /// The `docs/…` paths named in `text`: `docs/` not preceded by a letter, digit or `_`,
@@ -137,32 +113,6 @@ fn help_names_the_docs_it_relies_on() {
     assert!(helps
         .iter()
         .any(|(place, _)| place == "`minfs fsck --help`"));
-}
-
-#[test]
-fn relative_links_in_docs_lead_somewhere() {
-    let root = repo();
-    let mut broken = Vec::new();
-    for rel in sources()
-        .into_iter()
-        .filter(|p| p.starts_with("docs") && p.extension().is_some_and(|e| e == "md"))
-    {
-        let text = std::fs::read_to_string(root.join(&rel)).unwrap();
-        let dir = root.join(&rel).parent().unwrap().to_path_buf();
-        for (n, line) in text.lines().enumerate() {
-            for piece in line.split("](").skip(1) {
-                let target = piece.split(')').next().unwrap_or("");
-                let target = target.split('#').next().unwrap_or("");
-                if target.is_empty() || target.contains("://") {
-                    continue;
-                }
-                if !dir.join(target).exists() {
-                    broken.push(format!("{}:{}: {target}", rel.display(), n + 1));
-                }
-            }
-        }
-    }
-    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
 #[test]

@@ -52,3 +52,8 @@ pub use trace::{ReqOp, Trace, TraceError};
 pub fn human_ns(ns: u64) -> String {
     format!("{:?}", std::time::Duration::from_nanos(ns))
 }
+
+/// The examples of this crate's README, compiled (and run where they can) as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

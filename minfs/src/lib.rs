@@ -39,6 +39,11 @@ mod sys;
 #[cfg(feature = "cli")]
 pub mod cli;
 
+/// The examples of this crate's README, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use device::{
     BlockDevice, FileDevice, LockHolder, MemDevice, OpenMode, SparseMemDevice, TargetKind,
 };

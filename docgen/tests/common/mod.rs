@@ -1,0 +1,3 @@
+//! Shared by the documentation tests.
+
+pub mod markdown;
