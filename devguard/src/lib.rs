@@ -502,6 +502,19 @@ impl Emulator {
         create_sparse: bool,
         parent: &Path,
     ) -> io::Result<Emulator> {
+        Emulator::start_with(hddsim, profile, image, create_sparse, parent, &[])
+    }
+
+    /// [`Emulator::start`] with more options for `hddsim emulate` (`--log FILE`, …) before
+    /// the mount point.
+    pub fn start_with(
+        hddsim: &Path,
+        profile: &str,
+        image: &Path,
+        create_sparse: bool,
+        parent: &Path,
+        extra: &[&std::ffi::OsStr],
+    ) -> io::Result<Emulator> {
         let mnt = tempfile::Builder::new()
             .prefix("emulator.")
             .tempdir_in(parent)?
@@ -512,7 +525,7 @@ impl Emulator {
         if create_sparse {
             cmd.arg("--create-sparse");
         }
-        cmd.arg(&mnt);
+        cmd.args(extra).arg(&mnt);
         let command = command_line(&cmd);
         if let Err(e) = run(cmd.stdout(Stdio::null())) {
             let _ = std::fs::remove_dir(&mnt);
@@ -550,10 +563,28 @@ impl Emulator {
     /// it first, `sync MNT/disk`); refused otherwise (EBUSY), and by an emulator older than
     /// the control file (ENOENT).
     pub fn reset(&self) -> io::Result<()> {
+        self.control("reset")
+    }
+
+    /// Has the emulator write the block events of the loop devices over its drive to `path`
+    /// (`trace PATH` to `MNT/control`): a trace for `hddsim replay` with the timestamps the
+    /// modelled arrivals came from. Refused (EOPNOTSUPP) where the emulator does not record
+    /// the kernel's events (not root, no tracefs).
+    pub fn trace_to(&self, path: &Path) -> io::Result<()> {
+        self.control(&format!("trace {}", path.display()))
+    }
+
+    /// Stops [`Emulator::trace_to`]'s trace once everything recorded so far is written.
+    pub fn trace_off(&self) -> io::Result<()> {
+        self.control("trace off")
+    }
+
+    /// Writes `command` to `MNT/control`.
+    fn control(&self, command: &str) -> io::Result<()> {
         let path = self.mnt.join("control");
         let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
-        f.write_all(b"reset\n")
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: reset: {e}", path.display())))
+        f.write_all(format!("{command}\n").as_bytes())
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {command}: {e}", path.display())))
     }
 }
 

@@ -813,3 +813,88 @@ fn requests_arrive_when_the_kernel_queued_them() {
     }
     assert_released(&s);
 }
+
+/// `control`: `reset` puts the modelled drive back as at power-on, refused while its cache is
+/// dirty; `trace PATH` … `trace off` writes the loop device's block events with the very
+/// timestamps the modelled arrivals came from, so that a replay of it sees the requests when
+/// the drive saw them.
+#[test]
+fn the_control_file_resets_the_drive_and_writes_the_trace_its_arrivals_came_from() {
+    require_fuse!();
+    if !fuse_tracepoint() {
+        testutil::print_skip(
+            module_path!(),
+            "tracefs has no fuse/fuse_request_send tracepoint here",
+        );
+        return;
+    }
+    let s = Scratch::new(256 << 20);
+    let log = s.path("requests.log");
+    let trace = s.path("run.trace");
+    {
+        let emu = Emulator::start(&s, &["--log", log.to_str().unwrap()]);
+        let control = |cmd: &str| -> std::io::Result<()> {
+            OpenOptions::new()
+                .write(true)
+                .open(emu.mp.join("control"))?
+                .write_all_at(format!("{cmd}\n").as_bytes(), 0)
+        };
+        let dev = LoopDevice::over(&emu.disk(), 512).unwrap();
+        let f = direct(dev.path());
+        f.write_all_at(&pattern(256 << 10, 1), 8 << 20).unwrap();
+        let refused = control("reset").unwrap_err();
+        assert_eq!(
+            refused.raw_os_error(),
+            Some(libc::EBUSY),
+            "dirty: {refused}"
+        );
+        f.sync_data().unwrap();
+        control("reset").unwrap();
+        assert_eq!(emu.stats()["requests"]["resets"], 1);
+        assert_eq!(
+            control("rest").unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        control(&format!("trace {}", trace.display())).unwrap();
+        let mut got = AlignedBuf::zeroed(1 << 20, 4096);
+        for i in 0..6u64 {
+            f.write_all_at(&pattern(128 << 10, i), (20 + i * 3) << 20)
+                .unwrap();
+            f.read_exact_at(&mut got, (100 + i * 7) << 20).unwrap();
+        }
+        f.sync_data().unwrap();
+        control("trace off").unwrap();
+        drop(f);
+        drop(dev);
+    }
+    assert_released(&s);
+    let t = hddsim::trace::parse(&std::fs::read_to_string(&trace).unwrap(), None).unwrap();
+    let lines = parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    // Each traced request (6 writes, reads split by the loop device, the flush) is in the
+    // request log, arriving at its traced issue: one offset between the two clocks for all.
+    assert!(
+        t.requests.len() >= 13,
+        "{} requests traced",
+        t.requests.len()
+    );
+    let mut offset = None;
+    for r in &t.requests {
+        let key = |op: ReqOp, sector: u64, n: u64| match op {
+            ReqOp::Flush => (ReqOp::Flush, 0, 0),
+            _ => (op, sector, n),
+        };
+        let want = key(r.rwbs.op, r.sector, r.sectors);
+        let l = lines
+            .iter()
+            .rev()
+            .find(|l| key(l.op, l.sector, l.sectors) == want)
+            .unwrap_or_else(|| panic!("{want:?} traced but not in the request log"));
+        let d = r.issue_ns as f64 - l.times.arrival;
+        let o = *offset.get_or_insert(d);
+        assert!(
+            (d - o).abs() < 1.0,
+            "{want:?}: arrived {:.0} ns off its traced issue",
+            d - o
+        );
+    }
+}

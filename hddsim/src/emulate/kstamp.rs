@@ -23,7 +23,7 @@
 //! reply path ([`super::replypath`]) is measured to it.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -146,9 +146,27 @@ impl BlockStamps {
 /// Loop devices' block numbers (major 7) as the block tracepoints' `dev` field has them.
 const LOOP_FILTER: &str = "dev >= 7340032 && dev < 8388608";
 
+/// The block events of the loop devices over the drive, written as read
+/// ([`KernelStamps::trace_to`]): the trace a replay of the run takes, with the very
+/// timestamps the drive's arrivals came from.
+#[derive(Debug, Default)]
+struct TraceOut {
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    /// Lines written to `out`.
+    lines: u64,
+    /// `trace_off` asked at this CLOCK_MONOTONIC ns: the file is closed once everything
+    /// recorded before it has been read.
+    off_at: Option<u64>,
+    /// What closing gave: lines written, or the error.
+    closed: Option<Result<u64, String>>,
+}
+
 #[derive(Debug)]
 struct Shared {
     stamps: Mutex<Stamps>,
+    /// The trace being written ([`TraceOut`]).
+    trace: Mutex<TraceOut>,
+    trace_closed: Condvar,
     /// The loop devices' requests ([`BlockStamps`]).
     block: Mutex<BlockStamps>,
     /// The drive's file (`MOUNTPOINT/disk`): a loop device over it is ours.
@@ -181,6 +199,8 @@ impl Shared {
             reply_path: reply_path.then(ReplyPath::new),
             block: Mutex::new(BlockStamps::default()),
             disk: Mutex::new(None),
+            trace: Mutex::new(TraceOut::default()),
+            trace_closed: Condvar::new(),
             block_stamped: AtomicU64::new(0),
             block_lead_ns: AtomicU64::new(0),
             stamps: Mutex::new(Stamps::default()),
@@ -295,6 +315,61 @@ impl KernelStamps {
     /// requests' ends.
     pub fn reply_path(&self) -> Option<&ReplyPath> {
         self.shared.reply_path.as_ref()
+    }
+
+    /// Writes the block events (`block_rq_issue`, `block_rq_complete`) of the loop devices
+    /// over the drive to `path` from now on, as read from the trace (the lines tracefs
+    /// prints): what `hddsim replay` takes, with the timestamps the modelled arrivals came
+    /// from, so that a replay of the run sees the requests the drive saw when it saw them. A
+    /// trace already being written is closed first.
+    pub fn trace_to(&self, path: &Path) -> std::io::Result<()> {
+        let f = std::fs::File::create(path)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let mut t = self.shared.trace.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut old) = t.out.take() {
+            let _ = old.flush();
+        }
+        *t = TraceOut {
+            out: Some(std::io::BufWriter::with_capacity(1 << 20, f)),
+            ..TraceOut::default()
+        };
+        Ok(())
+    }
+
+    /// Stops the trace: waits (at most 2 s) until every event recorded before now has been
+    /// read and written, closes the file and returns the lines written.
+    pub fn trace_off(&self) -> std::io::Result<u64> {
+        let sh = &self.shared;
+        let mut t = sh.trace.lock().unwrap_or_else(|e| e.into_inner());
+        if t.out.is_none() {
+            return Err(std::io::Error::other("no trace is being written"));
+        }
+        t.off_at = Some(monotonic_ns());
+        t.closed = None;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while t.closed.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                // The reader is stuck: close what there is.
+                t.off_at = None;
+                let lines = t.lines;
+                let res = t.out.take().map(|mut o| o.flush());
+                return match res {
+                    Some(Err(e)) => Err(e),
+                    _ => Ok(lines),
+                };
+            }
+            t = sh
+                .trace_closed
+                .wait_timeout(t, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        match t.closed.take() {
+            Some(Ok(n)) => Ok(n),
+            Some(Err(e)) => Err(std::io::Error::other(e)),
+            None => Ok(0),
+        }
     }
 
     /// `at` on CLOCK_MONOTONIC, in ns (the tracepoints' clock).
@@ -431,6 +506,32 @@ impl Drop for KernelStamps {
     }
 }
 
+/// Closes the trace if `trace_off` asked and everything recorded before then has been read:
+/// called when the pipe has been found empty.
+fn close_trace_if_asked(sh: &Shared) {
+    let mut t = sh.trace.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(off_at) = t.off_at else {
+        return;
+    };
+    if monotonic_ns() < off_at {
+        return;
+    }
+    let lines = t.lines;
+    let failed = matches!(t.closed, Some(Err(_)));
+    let res = match t.out.take() {
+        Some(mut o) => o.flush().map_err(|e| e.to_string()),
+        None => Ok(()),
+    };
+    t.off_at = None;
+    t.closed = Some(if failed {
+        Err("writing the trace failed".into())
+    } else {
+        res.map(|()| lines)
+    });
+    drop(t);
+    sh.trace_closed.notify_all();
+}
+
 /// Whether loop device `dev` is over the drive's file (its `loop/backing_file` in sysfs),
 /// looked up at most once a second per device.
 fn is_ours(sh: &Shared, b: &mut BlockStamps, dev: (u32, u32)) -> bool {
@@ -460,8 +561,11 @@ fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
     let mut partial = String::new();
     while !sh.stop.load(Ordering::Relaxed) {
         let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut fds, PollTimeout::from(100u16)) {
-            Ok(0) => continue,
+        match poll(&mut fds, PollTimeout::from(20u16)) {
+            Ok(0) => {
+                close_trace_if_asked(sh);
+                continue;
+            }
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => continue,
             Err(_) => return,
@@ -482,6 +586,11 @@ fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
         let mut sends = Vec::new();
         let mut ends = Vec::new();
         let mut block = Vec::new();
+        let newest = lines
+            .lines()
+            .rev()
+            .find_map(|l| crate::trace::event_fields(l.trim()).map(|(t, _, _)| t))
+            .unwrap_or(0);
         for line in lines.lines() {
             if let Some((c, unique, t)) = parse_send(line) {
                 sends.push(((c, unique), t));
@@ -490,16 +599,24 @@ fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
                     ends.push((Key::Fuse(unique), t));
                 }
             } else if let Ok(Some(ev)) = crate::trace::parse_line(line, 0) {
-                block.push(ev);
+                block.push((ev, line));
             }
         }
         // The loop devices' issues first: a handler woken by its request's send stamp looks
         // for the issue that preceded it, which must be there by then.
         if !block.is_empty() {
             let mut b = sh.block.lock().unwrap_or_else(|e| e.into_inner());
-            for ev in block {
+            let mut t = sh.trace.lock().unwrap_or_else(|e| e.into_inner());
+            for (ev, line) in block {
                 if !is_ours(sh, &mut b, ev.dev) {
                     continue;
+                }
+                if let Some(out) = t.out.as_mut() {
+                    // A write error is reported when the trace is closed.
+                    if writeln!(out, "{}", line.trim_end()).is_err() {
+                        t.closed = Some(Err("writing the trace failed".into()));
+                    }
+                    t.lines += 1;
                 }
                 // A flush is issued at sector 0 and completes at sector −1: one key.
                 let key = match ev.rwbs.op {
@@ -524,6 +641,18 @@ fn read_pipe(mut pipe: std::fs::File, sh: &Shared) {
             for (key, t) in ends {
                 rp.ended(key, t);
             }
+        }
+        // The pipe gives the events in time order: once one recorded after `trace_off` was
+        // asked has been read, everything before it has been written.
+        if newest
+            >= sh
+                .trace
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .off_at
+                .unwrap_or(u64::MAX)
+        {
+            close_trace_if_asked(sh);
         }
     }
 }

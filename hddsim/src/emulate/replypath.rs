@@ -190,6 +190,11 @@ struct Sent {
 #[derive(Debug, Default)]
 struct Inner {
     classes: Vec<Lags>,
+    /// Replies measured, those the kernel completed more than [`LATE_NS`] after the modelled
+    /// completion, and the sum of every measured reply's lateness (its positive residual).
+    measured: u64,
+    late: u64,
+    late_ns: u64,
     /// Replies registered before they were sent (so before the kernel can end them), by the
     /// key their end will come with. Several requests of one block key may be outstanding
     /// (rewrites of one range): their ends come in order.
@@ -270,30 +275,40 @@ impl ReplyPath {
         }
     }
 
-    /// Per class, what was learnt and what it left, for `stats.json`.
-    pub fn stats(&self) -> Vec<ClassStats> {
+    /// What was learnt and what it left, for `stats.json`.
+    pub fn stats(&self) -> PathStats {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = Vec::new();
-        for (block, op) in [false, true]
-            .into_iter()
-            .flat_map(|b| (0..3u8).map(move |o| (b, o)))
-        {
-            for size in 0..SIZE_CLASSES as u8 {
-                let c = Class { op, size, block };
-                let l = &g.classes[c.index()];
-                if l.measured == 0 {
-                    continue;
-                }
-                out.push(ClassStats {
-                    class: c.name(),
-                    measured: l.measured,
-                    lead_ns: l.lead_ns.max(0) as u64,
-                    median_residual_ns: median(&l.residual),
-                });
-            }
+        PathStats {
+            measured: g.measured,
+            late: g.late,
+            late_ns: g.late_ns,
+            classes: class_stats(&g),
         }
-        out
     }
+}
+
+/// Per class, what was learnt and what it left.
+fn class_stats(g: &Inner) -> Vec<ClassStats> {
+    let mut out = Vec::new();
+    for (block, op) in [false, true]
+        .into_iter()
+        .flat_map(|b| (0..3u8).map(move |o| (b, o)))
+    {
+        for size in 0..SIZE_CLASSES as u8 {
+            let c = Class { op, size, block };
+            let l = &g.classes[c.index()];
+            if l.measured == 0 {
+                continue;
+            }
+            out.push(ClassStats {
+                class: c.name(),
+                measured: l.measured,
+                lead_ns: l.lead_ns.max(0) as u64,
+                median_residual_ns: median(&l.residual),
+            });
+        }
+    }
+    out
 }
 
 fn record(g: &mut Inner, s: Sent, end_ns: u64) {
@@ -302,7 +317,29 @@ fn record(g: &mut Inner, s: Sent, end_ns: u64) {
     // A lag of more than a second is no reply path (a stalled reader, a clock mix-up).
     if (0..1_000_000_000).contains(&lag) {
         g.classes[s.class.index()].push(lag, residual);
+        g.measured += 1;
+        if residual > LATE_NS {
+            g.late += 1;
+        }
+        g.late_ns += residual.max(0) as u64;
     }
+}
+
+/// A completion this much after the modelled one counts as late (ns).
+pub const LATE_NS: i64 = 500_000;
+
+/// `stats.json`'s `reply_path`.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PathStats {
+    /// Replies whose completion by the kernel was measured.
+    pub measured: u64,
+    /// Of those, completed more than 0.5 ms after the modelled completion ([`LATE_NS`]).
+    pub late: u64,
+    /// The sum of every measured reply's lateness (kernel completion after the modelled one,
+    /// ns): the time the host added to the drive's.
+    pub late_ns: u64,
+    /// Per class.
+    pub classes: Vec<ClassStats>,
 }
 
 /// One class in `stats.json`'s `reply_path`.
@@ -364,10 +401,15 @@ mod tests {
         assert_eq!(p.lead(r), 380_000);
         assert_eq!(p.lead(w), 0, "another class learns nothing from reads");
         let st = p.stats();
-        assert_eq!(st.len(), 1);
-        assert_eq!(st[0].measured, 40);
+        assert_eq!(st.classes.len(), 1);
+        assert_eq!(st.classes[0].measured, 40);
         // Once the lead is learnt the kernel's end falls on the modelled completion.
-        assert!(st[0].median_residual_ns.abs() <= 20_000, "{st:?}");
+        assert!(st.classes[0].median_residual_ns.abs() <= 20_000, "{st:?}");
+        // Only the first replies, sent before anything was learnt, were late (by 380 µs ±
+        // 20 µs, under the 0.5 ms that counts as late).
+        assert_eq!(st.measured, 40);
+        assert_eq!(st.late, 0);
+        assert!(st.late_ns >= 360_000 && st.late_ns < 40 * 40_000, "{st:?}");
     }
 
     #[test]
@@ -379,7 +421,7 @@ mod tests {
         // An end with no reply registered (a reply sent late, another program's request)
         // counts nothing.
         p.ended(Key::Fuse(8), 2_000_000_000);
-        assert!(p.stats().is_empty());
+        assert!(p.stats().classes.is_empty());
         p.sent(Key::Fuse(7), w, 1_000_000_000, 1_000_000_000);
         p.ended(Key::Fuse(7), 1_000_150_000);
         assert_eq!(p.lead(w), 150_000);
@@ -397,6 +439,11 @@ mod tests {
         p.sent(Key::Fuse(10), w, 3_000_000_000, 3_000_000_000);
         p.ended(Key::Fuse(10), 5_000_000_000);
         let st = p.stats();
-        assert_eq!(st.iter().map(|c| c.measured).sum::<u64>(), 3, "{st:?}");
+        assert_eq!(
+            st.classes.iter().map(|c| c.measured).sum::<u64>(),
+            3,
+            "{st:?}"
+        );
+        assert_eq!(st.measured, 3);
     }
 }

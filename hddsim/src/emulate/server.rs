@@ -45,7 +45,7 @@ use serde::Serialize;
 use super::backing::{Backing, BackingStats};
 use super::kstamp::{KernelStamps, StampStats};
 use super::latent::LatentErrors;
-use super::replypath::{Class, ClassStats, Key};
+use super::replypath::{Class, Key, PathStats};
 use super::{Clock, DriveQueue, RequestStats, Scheduled};
 use crate::model::DriveStats;
 use crate::trace::ReqOp;
@@ -299,10 +299,11 @@ pub struct Snapshot {
     /// Latent sector errors: the LBAs still unreadable (as `--bad-sectors` takes them), how
     /// many, and how many writes made readable again.
     pub latent: LatentSnapshot,
-    /// The reply path per request class ([`super::replypath`]): how much before the modelled
-    /// completion replies are sent, and the kernel's completion minus the modelled one that
-    /// remains. Empty where the kernel's request ends are not recorded.
-    pub reply_path: Vec<ClassStats>,
+    /// The reply path ([`super::replypath`]): replies measured, late (completed by the kernel
+    /// over 0.5 ms after the modelled completion) and their total lateness; per request class
+    /// how much before the modelled completion replies are sent and what remains. Zero and
+    /// empty where the kernel's request ends are not recorded.
+    pub reply_path: PathStats,
 }
 
 /// The latent sector errors in `stats.json`.
@@ -659,9 +660,25 @@ impl EmulatorFs {
     }
 
     /// A command written to `control`: `reset` ([`DriveQueue::reset`]; `EBUSY` while
-    /// requests are outstanding or the modelled cache is dirty). Anything else is `EINVAL`.
+    /// requests are outstanding or the modelled cache is dirty); `trace PATH` and `trace off`
+    /// ([`KernelStamps::trace_to`], [`KernelStamps::trace_off`]; `EOPNOTSUPP` where the
+    /// kernel's stamps are not recorded). Anything else is `EINVAL`.
     fn control(&self, data: &[u8]) -> Result<(), c_int> {
-        match std::str::from_utf8(data).map(str::trim) {
+        let cmd = std::str::from_utf8(data).map(str::trim);
+        if let Some(rest) = cmd
+            .ok()
+            .and_then(|c| c.strip_prefix("trace "))
+            .map(str::trim)
+        {
+            let stamps = self.stamps.as_ref().ok_or(libc::EOPNOTSUPP)?;
+            let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+            return if rest == "off" {
+                stamps.trace_off().map(|_| ()).map_err(errno)
+            } else {
+                stamps.trace_to(std::path::Path::new(rest)).map_err(errno)
+            };
+        }
+        match cmd {
             Ok("reset") => {
                 if self.shared.outstanding.load(Ordering::Relaxed) > 0 {
                     return Err(libc::EBUSY);

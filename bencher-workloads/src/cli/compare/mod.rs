@@ -674,6 +674,8 @@ struct Runner<'a> {
     failures: u32,
     /// On the emulated drive, each target's filesystem made once ([`template`]).
     templates: Option<template::Templates>,
+    /// The emulator writes each run's block trace ([`Emulator::trace_to`]).
+    emulator_traces: bool,
 }
 
 impl Runner<'_> {
@@ -754,6 +756,7 @@ impl Runner<'_> {
             out_dir,
             failures: 0,
             templates: None,
+            emulator_traces: false,
         };
         if let DeviceKind::Emulated { profile } = &runner.o.kind {
             if !runner.o.hddsim.is_file() {
@@ -1217,6 +1220,12 @@ impl Runner<'_> {
             who: WHO,
             premade: device.emulator.is_some(),
         };
+        if let (Some(e), Some(_)) = (&device.emulator, &tracing) {
+            // Whether this emulator writes traces: one tried and removed.
+            let probe = self.out_dir.join(".trace-probe");
+            self.emulator_traces = e.trace_to(&probe).and_then(|()| e.trace_off()).is_ok();
+            let _ = std::fs::remove_file(&probe);
+        }
         if device.emulator.is_some() {
             self.templates = Some(template::Templates::new(
                 &device.work,
@@ -1804,7 +1813,17 @@ impl Runner<'_> {
             .emulator
             .as_ref()
             .and_then(|e| runstats::read_json(&e.stats()));
-        if let Some(tr) = tracing {
+        // On the emulated drive the emulator writes the trace: the block events its arrivals
+        // came from, so that the replay sees what the drive saw (a second tracefs instance
+        // stamps the same events up to tens of µs later, enough to move a request by a
+        // revolution in the model).
+        let emulator_trace = match (&device.emulator, tracing) {
+            (Some(e), Some(_)) if self.emulator_traces => Some(e),
+            _ => None,
+        };
+        if let Some(e) = emulator_trace {
+            e.trace_to(&file("trace"))?;
+        } else if let Some(tr) = tracing {
             tr.on()?;
         }
         let log = std::fs::File::create(file("log"))?;
@@ -1814,7 +1833,9 @@ impl Runner<'_> {
         let run_start = Instant::now();
         let status = self.wait_child(&mut cmd);
         let secs = run_start.elapsed().as_secs_f64();
-        if let Some(tr) = tracing {
+        if let Some(e) = emulator_trace {
+            let _ = e.trace_off();
+        } else if let Some(tr) = tracing {
             let _ = tr.off();
         }
         let status = match status {
@@ -1856,7 +1877,11 @@ impl Runner<'_> {
         };
         let _ = std::fs::remove_file(file("log"));
         if let Some(tr) = tracing {
-            let overrun = tr.save(&file("trace"))?;
+            let overrun = if emulator_trace.is_some() {
+                0
+            } else {
+                tr.save(&file("trace"))?
+            };
             if overrun > 0 {
                 std::fs::write(
                     file("trace-warning"),

@@ -10,14 +10,15 @@ pub fn read_json(path: &Path) -> Option<serde_json::Value> {
 
 /// What the emulated drive did between two snapshots of its `stats.json` (`run-K.emulator.json`):
 /// the differences of `drive` (what the modelled drive did: cache hits, media reads, waits
-/// for cache room, …), `requests` (what it was asked) and the late replies, and the reply
-/// path and arrivals as they stood at the end.
+/// for cache room, …), `requests` (what it was asked), the late replies and the reply path's
+/// counts (its per-class figures as they stood at the end), and the arrivals' sources as they
+/// stood at the end.
 pub fn emulator_run_stats(
     before: &serde_json::Value,
     after: &serde_json::Value,
 ) -> serde_json::Value {
     let mut out = serde_json::Map::new();
-    for key in ["drive", "requests", "late_replies", "late_ns"] {
+    for key in ["drive", "requests", "late_replies", "late_ns", "reply_path"] {
         if let Some(a) = after.get(key) {
             let d = match before.get(key) {
                 Some(b) => json_delta(b, a),
@@ -26,7 +27,7 @@ pub fn emulator_run_stats(
             out.insert(key.to_string(), d);
         }
     }
-    for key in ["reply_path", "arrivals", "profile"] {
+    for key in ["arrivals", "profile"] {
         if let Some(a) = after.get(key) {
             out.insert(key.to_string(), a.clone());
         }
@@ -75,13 +76,15 @@ mod tests {
         let before = json!({
             "drive": {"cache_read_hits": 10, "read_seek_ns": 5},
             "requests": {"reads": 3, "read_sizes": {"4096": 3}},
-            "late_replies": 1, "late_ns": 100, "reply_path": [], "profile": "p"
+            "late_replies": 1, "late_ns": 100, "profile": "p",
+            "reply_path": {"measured": 5, "late": 1, "late_ns": 700000, "classes": []}
         });
         let after = json!({
             "drive": {"cache_read_hits": 14, "read_seek_ns": 25, "media_reads": 2},
             "requests": {"reads": 5, "read_sizes": {"4096": 4, "8192": 1}},
-            "late_replies": 1, "late_ns": 100, "reply_path": [{"class": "flush"}], "profile": "p",
-            "size_bytes": 1
+            "late_replies": 1, "late_ns": 100, "profile": "p", "size_bytes": 1,
+            "reply_path": {"measured": 9, "late": 1, "late_ns": 900000,
+                           "classes": [{"class": "flush", "measured": 4}]}
         });
         let d = emulator_run_stats(&before, &after);
         assert_eq!(d["drive"]["cache_read_hits"], 4);
@@ -93,8 +96,10 @@ mod tests {
         assert_eq!(d["requests"]["read_sizes"]["4096"], 1);
         assert_eq!(d["requests"]["read_sizes"]["8192"], 1);
         assert_eq!(d["late_replies"], 0);
+        assert_eq!(d["reply_path"]["measured"], 4);
+        assert_eq!(d["reply_path"]["late_ns"], 200000);
         assert_eq!(
-            d["reply_path"][0]["class"], "flush",
+            d["reply_path"]["classes"][0]["measured"], 4,
             "as it stood at the end"
         );
         assert!(d.get("size_bytes").is_none(), "only the run's figures");

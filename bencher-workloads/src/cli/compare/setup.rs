@@ -8,15 +8,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// How the emulated drive's replies are timed and what each run records of it (SETUP.md).
-const EMULATED_REPLIES: &str = "Each request arrives at the modelled drive when the loop device \
-     issued it, and its reply is sent early by the host's reply path (measured online per \
-     operation and size: `emulator-stats.json`'s `reply_path`), so that the loop device \
-     completes it at its modelled completion (docs/HDD-MODEL.md, \"The emulator's timing\"). \
+use serde::Serialize;
+
+/// How each run on the emulated drive starts and how the drive's replies are timed
+/// (SETUP.md's device row, after the span).
+const EMULATED_RUN: &str = "Before each run the drive is flushed and its image punched back to \
+     holes (`sync EMULATOR/disk; fallocate --punch-hole --offset 0 --length SIZE IMAGE`); the \
+     target's filesystem, made once per comparison on a sparse image of the drive's size (its \
+     template, see Commands), is written onto the image outside the drive's model, as a disk \
+     whose mkfs is long done; caches are dropped; the filesystem is mounted (ext4: every \
+     group's bitmaps loaded, `cat /proc/fs/ext4/DEV/mb_groups`, as a long-mounted ext4 has \
+     them); then the drive's cache is flushed and the model put back as at power-on (`echo \
+     reset > EMULATOR/control`: cache empty, head at sector 0), so that every run starts from \
+     the same drive state, the one its replay starts from. During the run each request \
+     arrives at the model when the loop device issued it (its `block_rq_issue`), and its \
+     reply is sent early by the host's reply path, measured online per operation and size \
+     (`emulator-stats.json`'s `reply_path`), so that the loop device completes it at its \
+     modelled completion; the emulator's serving threads run at SCHED_FIFO 10 \
+     (docs/HDD-MODEL.md, \"The emulator's timing\"). The block trace of each run is the \
+     emulator's own (`trace PATH` to EMULATOR/control): the events its arrivals came from. \
      What the drive did in each run alone: `runs/W/T/run-K.emulator.json`; at the end: \
      `emulator-stats.json`";
-
-use serde::Serialize;
 
 use super::target::Recorder;
 
@@ -199,20 +211,14 @@ pub fn write_setup(
                 &format!(
                     "`{dev}`, a loop device (`{}`) over the file of an emulated drive of the \
                      profile's whole capacity, {} bytes: `{}` ({version}), profile `{p}` ({}), \
-                     backed by a sparse image on {host_fs} (zeros are stored as holes). Before \
-                     each target is made the drive is flushed and the image punched back to holes \
-                     (`sync EMULATOR/disk; fallocate --punch-hole --offset 0 --length {} IMAGE`), \
-                     caches are dropped, the modelled drive is put back as at power-on (`echo reset > \
-                     EMULATOR/control`: its cache empty, the head at sector 0), and the run starts \
-                     right after the mkfs and mount, as in a deployment: ext4's lazy inode-table \
-                     init (ext4-defaults) and XFS's log in the middle of the drive act as on the \
-                     real drive. {REPLY}",
+                     backed by a sparse image on {host_fs} (zeros are stored as holes). Every \
+                     filesystem spans the whole drive, as on the real one: ext4's groups across it, \
+                     XFS's log in its middle. {RUN}",
                     i.loop_cmd,
                     i.bytes,
                     i.emu_cmd,
                     validate(p),
-                    i.bytes,
-                    REPLY = EMULATED_REPLIES
+                    RUN = EMULATED_RUN.replace("SIZE", &i.bytes.to_string())
                 ),
             );
         } else {
@@ -222,19 +228,13 @@ pub fn write_setup(
                 &format!(
                     "`{dev}`, a loop device (`{}`) over the file of an emulated drive, its first \
                      {} bytes ({} MiB): `{}` ({version}), profile `{p}` ({}), backed by a sparse \
-                     image on {host_fs} (zeros are stored as holes). Before each target is made \
-                     the drive is flushed and the image punched back to holes (`sync \
-                     EMULATOR/disk; fallocate --punch-hole --offset 0 --length {} IMAGE`), caches \
-                     are dropped, the modelled drive is put back as at power-on (`echo reset > \
-                     EMULATOR/control`: its cache empty, the head at sector 0), and the run starts \
-                     right after the mkfs and mount. {REPLY}",
+                     image on {host_fs} (zeros are stored as holes). {RUN}",
                     i.loop_cmd,
                     i.bytes,
                     i.bytes >> 20,
                     i.emu_cmd,
                     validate(p),
-                    i.bytes,
-                    REPLY = EMULATED_REPLIES
+                    RUN = EMULATED_RUN.replace("SIZE", &i.bytes.to_string())
                 ),
             );
             if let Some(why) = &i.span_why {
@@ -552,12 +552,80 @@ fn cannyls_version() -> String {
     "0.10".into()
 }
 
+/// How far a run's replay may be from its emulated time before the check flags it (the
+/// ratio outside 0.98–1.02).
+pub const EMULATION_TOLERANCE: f64 = 0.02;
+
+/// One run in the emulation check.
+struct CheckRow {
+    workload: String,
+    target: String,
+    run: String,
+    measured_s: f64,
+    replayed_s: f64,
+    /// From the run's `run-K.emulator.json`, where written: requests the host completed late
+    /// (over 0.5 ms after the modelled completion) and their total lateness (ms), requests
+    /// that reached the drive out of issue order, and a refused reset.
+    late: Option<(u64, f64)>,
+    out_of_order: Option<u64>,
+    reset_refused: Option<String>,
+}
+
+impl CheckRow {
+    fn ratio(&self) -> f64 {
+        if self.measured_s > 0.0 {
+            self.replayed_s / self.measured_s
+        } else {
+            0.0
+        }
+    }
+
+    fn flagged(&self) -> bool {
+        (self.ratio() - 1.0).abs() > EMULATION_TOLERANCE
+    }
+
+    /// Why a flagged run is off, from what the emulator recorded of it.
+    fn why(&self) -> String {
+        let mut why = Vec::new();
+        if let Some(r) = &self.reset_refused {
+            why.push(format!("the drive was not reset before it ({r})"));
+        }
+        if let Some((n, ms)) = self.late {
+            // Late by more than 1 % of the run: the host, not the model.
+            if ms > self.measured_s * 10.0 {
+                why.push(format!(
+                    "the host completed {n} requests over 0.5 ms late, {ms:.0} ms in all"
+                ));
+            }
+        }
+        if let Some(n) = self.out_of_order.filter(|&n| n > 0) {
+            why.push(format!(
+                "{n} requests reached the drive out of issue order (served as they came; the \
+                 replay serves them in issue order)"
+            ));
+        }
+        if why.is_empty() {
+            if self.late.is_none() {
+                "no emulator statistics for this run".into()
+            } else {
+                "no host delay, reordering or skipped reset recorded: the model took another \
+                 path on the same requests (a rotational position or a cache state tipped by \
+                 less than the timestamps' microsecond)"
+                    .into()
+            }
+        } else {
+            why.join("; ")
+        }
+    }
+}
+
 /// The emulated drive against its own model: each run's total operation time as measured
-/// (emulated) against its block trace replayed through the same profile. Writes
-/// `DIR/emulation-check.md` and prints the per-run ratios and the summary to stderr; nothing
-/// without modelled runs of `profile`.
+/// (emulated) against its block trace replayed through the same profile, and, for a run off
+/// by more than [`EMULATION_TOLERANCE`], why, from what the emulator recorded of it
+/// (`run-K.emulator.json`). Writes `DIR/emulation-check.md` and prints the per-run ratios and
+/// the summary to stderr; nothing without modelled runs of `profile`.
 pub fn emulation_check(dir: &Path, profile: &str) {
-    let mut rows: Vec<(String, String, String, f64, f64)> = Vec::new();
+    let mut rows: Vec<CheckRow> = Vec::new();
     let runs = dir.join("runs");
     let mut files: Vec<PathBuf> = Vec::new();
     for w in read_dirs(&runs) {
@@ -601,22 +669,36 @@ pub fn emulation_check(dir: &Path, profile: &str) {
             .next()
             .unwrap_or("")
             .to_string();
-        rows.push((
-            parts[0].clone(),
-            parts[1].clone(),
-            k,
-            meas as f64 / 1e9,
-            model as f64 / 1e9,
-        ));
+        let emu: Option<serde_json::Value> =
+            std::fs::read_to_string(f.with_file_name(format!("run-{k}.emulator.json")))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok());
+        let late = emu.as_ref().and_then(|e| {
+            let rp = e.get("reply_path")?;
+            Some((
+                rp.get("late")?.as_u64()?,
+                rp.get("late_ns")?.as_u64()? as f64 / 1e6,
+            ))
+        });
+        rows.push(CheckRow {
+            workload: parts[0].clone(),
+            target: parts[1].clone(),
+            run: k,
+            measured_s: meas as f64 / 1e9,
+            replayed_s: model as f64 / 1e9,
+            late,
+            out_of_order: emu
+                .as_ref()
+                .and_then(|e| e["requests"]["out_of_order"].as_u64()),
+            reset_refused: emu
+                .as_ref()
+                .and_then(|e| e["reset_refused"].as_str().map(str::to_string)),
+        });
     }
     if rows.is_empty() {
         return;
     }
-    let ratio = |r: &(String, String, String, f64, f64)| if r.3 > 0.0 { r.4 / r.3 } else { 0.0 };
-    let mut sorted: Vec<(f64, String)> = rows
-        .iter()
-        .map(|r| (ratio(r), format!("{} {} run {}", r.0, r.1, r.2)))
-        .collect();
+    let mut sorted: Vec<(f64, &CheckRow)> = rows.iter().map(|r| (r.ratio(), r)).collect();
     sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
     let n = sorted.len();
     let med = if n % 2 == 1 {
@@ -626,12 +708,13 @@ pub fn emulation_check(dir: &Path, profile: &str) {
     };
     let off: Vec<String> = sorted
         .iter()
-        .filter(|(v, _)| *v < 0.95 || *v > 1.05)
-        .map(|(v, w)| format!("{w} ({v:.3})"))
+        .filter(|(_, r)| r.flagged())
+        .map(|(v, r)| format!("{} {} run {} ({v:.3})", r.workload, r.target, r.run))
         .collect();
+    let (lo, hi) = (1.0 - EMULATION_TOLERANCE, 1.0 + EMULATION_TOLERANCE);
     let summary = format!(
         "{n} run{}: replayed / measured min {:.3}, median {med:.3}, max {:.3}; {} outside \
-         0.95–1.05{}",
+         {lo:.2}–{hi:.2}{}",
         if n == 1 { "" } else { "s" },
         sorted[0].0,
         sorted[n - 1].0,
@@ -648,27 +731,55 @@ pub fn emulation_check(dir: &Path, profile: &str) {
         md,
         "Each run on the emulated drive (`hddsim emulate --profile {profile}`) against the \
          replay of\nits block trace through the same profile (`minfs-bench hdd-replay`): total \
-         operation time.\n"
+         operation time. The trace is the emulator's own where it wrote one (the block events \
+         its arrivals came from), so the two see the same requests at the same times; a run \
+         off by more than {:.0} % is flagged with what the emulator recorded of it: requests \
+         the host completed late (over 0.5 ms after the modelled completion), requests that \
+         reached the drive out of issue order, a reset it could not make \
+         (docs/HDD-MODEL.md, \"The emulator's timing\").\n",
+        EMULATION_TOLERANCE * 100.0
     );
     let _ = writeln!(
         md,
-        "| workload | target | run | measured (emulated) s | replayed s | replayed / measured |"
+        "| workload | target | run | measured (emulated) s | replayed s | replayed / measured | \
+         late completions (ms) | out of order | off by over {:.0} %: why |",
+        EMULATION_TOLERANCE * 100.0
     );
-    let _ = writeln!(md, "| --- | --- | --- | --- | --- | --- |");
+    let _ = writeln!(
+        md,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
     let mut err =
         String::from("minfs-bench compare: emulated vs replayed (replayed / measured, per run):\n");
     for r in &rows {
+        let late = r
+            .late
+            .map_or("—".to_string(), |(n, ms)| format!("{n} ({ms:.1})"));
+        let ooo = r.out_of_order.map_or("—".to_string(), |n| n.to_string());
+        let why = if r.flagged() { r.why() } else { String::new() };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3} |",
-            r.0,
-            r.1,
-            r.2,
-            r.3,
-            r.4,
-            ratio(r)
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {late} | {ooo} | {why} |",
+            r.workload,
+            r.target,
+            r.run,
+            r.measured_s,
+            r.replayed_s,
+            r.ratio()
         );
-        let _ = writeln!(err, "  {} {} run {}: {:.3}", r.0, r.1, r.2, ratio(r));
+        let _ = writeln!(
+            err,
+            "  {} {} run {}: {:.3}{}",
+            r.workload,
+            r.target,
+            r.run,
+            r.ratio(),
+            if r.flagged() {
+                format!(" ({})", r.why())
+            } else {
+                String::new()
+            }
+        );
     }
     let _ = writeln!(md, "\n{summary}.");
     let _ = writeln!(err, "minfs-bench compare: emulated vs replayed: {summary}.");
@@ -763,6 +874,93 @@ pub fn summary(report: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(dir: &Path, w: &str, t: &str, measured: u64, modelled: u64, emu: Option<&str>) {
+        let d = dir.join("runs").join(w).join(t);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("run-1.model-st1000dm003.json"),
+            format!(
+                r#"{{"model": {{"measured_total_elapsed_ns": {measured}, "modelled_total_elapsed_ns": {modelled}}}}}"#
+            ),
+        )
+        .unwrap();
+        if let Some(e) = emu {
+            std::fs::write(d.join("run-1.emulator.json"), e).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_run_off_its_replay_by_over_2_percent_is_flagged_with_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let quiet = r#"{"reply_path": {"late": 0, "late_ns": 0}, "requests": {"out_of_order": 0}}"#;
+        // Within 2 %: not flagged.
+        run(
+            dir.path(),
+            "seq-4m",
+            "minfs",
+            10_000_000_000,
+            10_150_000_000,
+            Some(quiet),
+        );
+        // 5 % slower emulated, 400 ms of late completions in a 10 s run: the host.
+        run(
+            dir.path(),
+            "seq-4m",
+            "ext4",
+            10_000_000_000,
+            9_500_000_000,
+            Some(
+                r#"{"reply_path": {"late": 80, "late_ns": 400000000}, "requests": {"out_of_order": 3}}"#,
+            ),
+        );
+        // 3 % off with nothing recorded: the model's own divergence, said as such.
+        run(
+            dir.path(),
+            "seq-4m",
+            "xfs",
+            10_000_000_000,
+            10_300_000_000,
+            Some(quiet),
+        );
+        // No emulator statistics (an older directory).
+        run(
+            dir.path(),
+            "seq-256k",
+            "xfs",
+            10_000_000_000,
+            9_000_000_000,
+            None,
+        );
+        emulation_check(dir.path(), "st1000dm003");
+        let md = std::fs::read_to_string(dir.path().join("emulation-check.md")).unwrap();
+        let line = |t: &str, w: &str| {
+            md.lines()
+                .find(|l| l.starts_with(&format!("| {w} | {t} | 1 |")))
+                .unwrap_or_else(|| panic!("no row for {w} {t}: {md}"))
+                .to_string()
+        };
+        assert!(
+            line("minfs", "seq-4m").ends_with("| 0 (0.0) | 0 |  |"),
+            "{md}"
+        );
+        let ext4 = line("ext4", "seq-4m");
+        assert!(
+            ext4.contains("the host completed 80 requests over 0.5 ms late, 400 ms in all")
+                && ext4.contains("3 requests reached the drive out of issue order"),
+            "{ext4}"
+        );
+        assert!(
+            line("xfs", "seq-4m").contains("the model took another path"),
+            "{md}"
+        );
+        assert!(
+            line("xfs", "seq-256k").contains("no emulator statistics"),
+            "{md}"
+        );
+        assert!(md.contains("4 runs: replayed / measured min 0.900"), "{md}");
+        assert!(md.contains("3 outside 0.98–1.02"), "{md}");
+    }
 
     #[test]
     fn the_summary_is_the_first_section_without_images() {

@@ -163,3 +163,81 @@ fn run(words: &[&str], dev: &Path) -> io::Result<()> {
     cmd.args(&words[1..]).arg(dev);
     devguard::run(&mut cmd).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `dumpe2fs -h` / `xfs_db`'s superblock say of the filesystem on `dev`, without
+    /// what differs on every mkfs (UUIDs, times, checksums, the hash seed).
+    fn layout(fs: &str, dev: &Path) -> String {
+        let out = match fs {
+            "ext4" => devguard::run(Command::new("dumpe2fs").arg("-h").arg(dev)),
+            _ => devguard::run(
+                Command::new("xfs_db")
+                    .args(["-r", "-c", "sb 0", "-c", "print"])
+                    .arg(dev),
+            ),
+        }
+        .unwrap();
+        out.lines()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                ![
+                    "uuid",
+                    "time",
+                    "created",
+                    "checksum",
+                    "crc",
+                    "hash seed",
+                    "mount",
+                    "write",
+                ]
+                .iter()
+                .any(|w| l.contains(w))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The templates of ext4 and XFS are made on the image file (where mkfs punches the
+    /// zeros it would write: on a loop device over tmpfs mkfs.ext4 writes 15.6 GB of them for
+    /// the 1 TB drive). The layout is the one mkfs gives a block device of that size.
+    #[test]
+    fn a_template_made_on_a_file_has_the_layout_mkfs_gives_a_device() {
+        if !devguard::is_root() {
+            eprintln!("SKIPPED {}: needs root (loop devices)", module_path!());
+            return;
+        }
+        for tool in ["mkfs.ext4", "dumpe2fs", "mkfs.xfs", "xfs_db"] {
+            if devguard::which(tool).is_none() {
+                eprintln!("SKIPPED {}: {tool} is missing", module_path!());
+                return;
+            }
+        }
+        let dir = tempfile::tempdir_in(devguard::scratch_dir()).unwrap();
+        for fs in ["ext4", "xfs"] {
+            let mut words: Vec<&str> = if fs == "ext4" {
+                target::EXT4_MKFS.to_vec()
+            } else {
+                target::XFS_MKFS.to_vec()
+            };
+            if fs == "xfs" {
+                words.extend(["-s", "size=4096"]);
+            }
+            let (file, img) = (dir.path().join("file.img"), dir.path().join("dev.img"));
+            for p in [&file, &img] {
+                std::fs::File::create(p).unwrap().set_len(40 << 30).unwrap();
+            }
+            run(&words, &file).unwrap();
+            let dev = LoopDevice::over(&img, 512).unwrap();
+            run(&words, dev.path()).unwrap();
+            let (a, b) = (layout(fs, &file), layout(fs, dev.path()));
+            assert!(a.lines().count() > 20, "{fs}: {a}");
+            assert_eq!(
+                a, b,
+                "{fs}: the template's layout differs from the device's"
+            );
+        }
+    }
+}

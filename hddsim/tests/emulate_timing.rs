@@ -1,0 +1,198 @@
+//! The emulated drive's timing as the host sees it: at queue depth 1, through a loop device
+//! over the drive's file (as every comparison uses it), each O_DIRECT request takes the time
+//! the model gives it, within 50 µs (the median of 25 of each kind). That is the emulator's
+//! contract (docs/HDD-MODEL.md, "The emulator's timing"): the request arrives at the model when
+//! the loop device issues it, and its reply is sent early by the reply path's lag, so that the
+//! host sees it complete at the modelled completion. With the reply sent at the modelled
+//! completion instead (`--reply-at-completion`), a 1 MiB read is seen 0.2–0.4 ms late on the
+//! 2-vCPU VM. Needs root, /dev/fuse and FUSE's and the block layer's tracepoints: skipped with
+//! a printed reason otherwise (a failure with MINFS_REQUIRE_LOOP=1).
+//!
+//! A timed test, unlike the rest: what it checks is a timing, the emulator's fidelity, which
+//! no modelled figure can show. The tolerance is the issue's (50 µs); the host's load shows
+//! in the figures it prints.
+
+use std::ffi::OsStr;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hddsim::emulate::parse_log;
+use hddsim::ReqOp;
+use minfs::AlignedBuf;
+use testutil::{print_skip, require_loop, Emulator, LoopDevice, XorShift};
+
+const WARM_UP: usize = 15;
+const MEASURED: usize = 25;
+const TOLERANCE: Duration = Duration::from_micros(50);
+
+/// Whether this kernel's tracefs has what the emulator times replies by.
+fn tracepoints() -> bool {
+    let root = Path::new("/sys/kernel/tracing/events");
+    let root = if root.is_dir() {
+        root.to_path_buf()
+    } else {
+        Path::new("/sys/kernel/debug/tracing/events").to_path_buf()
+    };
+    [
+        "fuse/fuse_request_send",
+        "fuse/fuse_request_end",
+        "block/block_rq_issue",
+        "block/block_rq_complete",
+    ]
+    .iter()
+    .all(|e| root.join(e).is_dir())
+        || hddsim::emulate::kstamp::KernelStamps::start(&std::env::temp_dir())
+            .ok()
+            .flatten()
+            .is_some_and(|k| k.reply_path().is_some())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Read(usize),
+    Write(usize),
+    Flush,
+}
+
+impl Kind {
+    fn name(self) -> String {
+        match self {
+            Kind::Read(n) => format!("read {} KiB", n >> 10),
+            Kind::Write(n) => format!("write {} KiB", n >> 10),
+            Kind::Flush => "flush".into(),
+        }
+    }
+}
+
+#[test]
+fn at_queue_depth_1_each_request_takes_its_modelled_time_within_50_us() {
+    require_loop!();
+    if !Path::new("/dev/fuse").exists() {
+        if std::env::var_os("MINFS_REQUIRE_LOOP").is_some_and(|v| v == "1") {
+            panic!("MINFS_REQUIRE_LOOP=1 but /dev/fuse is missing");
+        }
+        return print_skip(module_path!(), "/dev/fuse is missing");
+    }
+    if !tracepoints() {
+        return print_skip(
+            module_path!(),
+            "tracefs lacks fuse_request_send/end or block_rq_issue/complete here",
+        );
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("hddsim-timing-")
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let image = dir.path().join("drive.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let log = dir.path().join("requests.log");
+    let emu = Emulator::start_with(
+        Path::new(env!("CARGO_BIN_EXE_hddsim")),
+        "st1000dm003",
+        &image,
+        false,
+        dir.path(),
+        &[OsStr::new("--log"), log.as_os_str()],
+    )
+    .unwrap();
+    let dev = LoopDevice::over(&emu.disk(), 512).unwrap();
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev.path())
+        .unwrap();
+    let mut buf = AlignedBuf::zeroed(1 << 20, 4096);
+    let mut rng = XorShift(29);
+    for c in buf.chunks_mut(8) {
+        c.copy_from_slice(&rng.next().to_le_bytes());
+    }
+    let kinds = [
+        Kind::Read(4096),
+        Kind::Read(1 << 20),
+        Kind::Write(4096),
+        Kind::Write(1 << 20),
+        Kind::Flush,
+    ];
+    // (kind, byte offset, elapsed), in order.
+    let mut ops = Vec::new();
+    for kind in kinds {
+        for i in 0..WARM_UP + MEASURED {
+            // Far apart, so that no read is served from the cache another one filled.
+            let at = (rng.next() % 2000) << 20;
+            let t0 = Instant::now();
+            match kind {
+                Kind::Read(n) => f.read_exact_at(&mut buf[..n], at).unwrap(),
+                Kind::Write(n) => f.write_all_at(&buf[..n], at).unwrap(),
+                Kind::Flush => f.sync_data().unwrap(),
+            }
+            let elapsed = t0.elapsed();
+            ops.push((kind, at, elapsed, i >= WARM_UP));
+        }
+    }
+    let stats = std::fs::read_to_string(emu.stats()).unwrap();
+    drop(f);
+    drop(dev);
+    drop(emu);
+    // The model's times of each operation's requests (a 1 MiB one is two requests of the
+    // loop device): from the first's arrival to the last's completion.
+    let lines = parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    let mut next = 0;
+    let mut report = String::new();
+    let mut failed = Vec::new();
+    for kind in kinds {
+        let mut diffs = Vec::new();
+        for &(k, at, elapsed, measured) in ops.iter().filter(|o| o.0 == kind) {
+            let (op, sector, sectors) = match k {
+                Kind::Read(n) => (ReqOp::Read, at / 512, n as u64 / 512),
+                Kind::Write(n) => (ReqOp::Write, at / 512, n as u64 / 512),
+                Kind::Flush => (ReqOp::Flush, 0, 0),
+            };
+            let within = |l: &hddsim::emulate::LogLine| {
+                l.op == op
+                    && (op == ReqOp::Flush
+                        || (l.sector >= sector && l.sector + l.sectors <= sector + sectors))
+            };
+            let first = next
+                + lines[next..]
+                    .iter()
+                    .position(within)
+                    .unwrap_or_else(|| panic!("{} at {at}: not in the request log", k.name()));
+            let mut last = first;
+            let mut covered = lines[first].sectors;
+            while covered < sectors && last + 1 < lines.len() && within(&lines[last + 1]) {
+                last += 1;
+                covered += lines[last].sectors;
+            }
+            next = last + 1;
+            if !measured {
+                continue;
+            }
+            let modelled = lines[last].times.end - lines[first].times.arrival;
+            diffs.push(elapsed.as_nanos() as f64 - modelled);
+        }
+        diffs.sort_by(f64::total_cmp);
+        let median = diffs[diffs.len() / 2];
+        report.push_str(&format!(
+            "{}: elapsed − modelled median {:+.0} µs (range {:+.0} to {:+.0}, {} ops)\n",
+            kind.name(),
+            median / 1e3,
+            diffs[0] / 1e3,
+            diffs[diffs.len() - 1] / 1e3,
+            diffs.len()
+        ));
+        if median.abs() > TOLERANCE.as_nanos() as f64 {
+            failed.push(kind.name());
+        }
+    }
+    println!("{report}stats.json's reply_path: {stats}");
+    assert!(
+        failed.is_empty(),
+        "not within {TOLERANCE:?} of the model: {failed:?}\n{report}"
+    );
+}
