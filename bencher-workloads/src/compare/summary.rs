@@ -513,13 +513,23 @@ pub fn states_section(cmp: &Comparison, judged: &Judged) -> String {
             } else {
                 "a real disk reports no statistics per run"
             };
+            let method = match v.method {
+                Method::Median => {
+                    "the verdicts therefore use the median's sequence, which assumes neither \
+                     states nor a shape"
+                }
+                Method::SignedRank => {
+                    "the fixed-count interval assumes a log-ratio symmetric about its centre, \
+                     which a second state taken by one target and not the other would break"
+                }
+                Method::Mean => "the verdicts take every round as one state",
+            };
             let _ = writeln!(
                 out,
                 "Not known: {what}. A second state of the drive (on the emulated drive, gets \
                  served from its cache in some runs: docs/COMPARISON.md, \"Drive states\") \
                  would show only in the spread of the per-round ratios (each run's time: the \
-                 tables per workload, below); the verdicts therefore use a method that assumes \
-                 no states and no shape (\"Method and assumptions\").\n"
+                 tables per workload, below); {method} (\"Method and assumptions\").\n"
             );
             return out;
         }
