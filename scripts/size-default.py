@@ -125,16 +125,18 @@ def run_state(dir, w, t, k):
     return ("cache" if p50 < GET_STATE_MS else "media"), "median get"
 
 
+def run_total(dir, w, t, k):
+    """Run k's total elapsed (ns), or None where it has no report."""
+    try:
+        return json.load(open(os.path.join(dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def collect_rounds(dir, out, sources):
     """Per (workload, target), each round's [d, target state, minfs state] into out."""
     meta = json.load(open(os.path.join(dir, "compare.json")))
-
-    def total(w, t, k):
-        try:
-            return json.load(open(os.path.join(dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
-        except (OSError, ValueError, KeyError):
-            return None
-
+    total = lambda w, t, k: run_total(dir, w, t, k)  # noqa: E731
     runs = int(meta.get("runs", 0))
     for w in meta["workloads"]:
         for t in meta["targets"]:
@@ -157,13 +159,7 @@ def collect(dir, rows, residuals, means=None):
     except (OSError, ValueError) as e:
         print(f"size-default.py: error: {dir}: {e}", file=sys.stderr)
         sys.exit(1)
-
-    def total(w, t, k):
-        try:
-            return json.load(open(os.path.join(dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
-        except (OSError, ValueError, KeyError):
-            return None
-
+    total = lambda w, t, k: run_total(dir, w, t, k)  # noqa: E731
     runs = int(meta.get("runs", 0))
     for w in meta["workloads"]:
         for t in meta["targets"]:

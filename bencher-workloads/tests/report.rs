@@ -1494,10 +1494,10 @@ fn a_budget_comparison_is_judged_on_the_rounds_whose_drive_states_match() {
     )
     .unwrap();
     for (t, totals) in [("minfs", &base), ("xfs", &xfs)] {
-        for k in 0..totals.len() {
+        for (k, total) in totals.iter().enumerate() {
             let d = run_dir(dir, w, t);
             // A read workload: its reports count gets.
-            let mut rep = report(w, t, totals[k] * MS, totals[k] * MS, 1e8, MS);
+            let mut rep = report(w, t, total * MS, total * MS, 1e8, MS);
             rep.kinds.push(kind("Get(1048576)", 400, [MS; 5], 2 * MS));
             fs::write(
                 d.join(format!("run-{}.json", k + 1)),

@@ -1169,7 +1169,8 @@ fn the_default_decides_every_comparison_within_its_budget() {
 #[test]
 fn the_runner_decides_with_the_reports_rule() {
     // compare::decide (what the runner calls after each round) on a directory gives the
-    // judgement the report's sequence gives on the same rounds.
+    // judgement the report's sequence gives on the same rounds: the mean's where the runs
+    // carry the emulator's statistics, the median's where not.
     use std::fs;
     let dir = tempfile::tempdir().unwrap();
     fs::write(
@@ -1191,21 +1192,36 @@ fn the_runner_decides_with_the_reports_rule() {
             }
         }
     }
-    let cmp = bencher_workloads::compare::load(dir.path()).unwrap();
-    let decided = bencher_workloads::compare::decide(&cmp);
     let alpha = sequential::alpha(2);
-    let judge = |v: &[f64]| {
-        // No emulator statistics in this directory: the median's sequence.
-        let mut s = Sequence::new(alpha, Method::Median);
+    let judge = |v: &[f64], method: Method| {
+        let mut s = Sequence::new(alpha, method);
         for x in v {
             s.push(x.ln(), None, None);
         }
         s.judge()
     };
-    assert_eq!(decided[0][0], None);
-    assert_eq!(decided[0][1], Some(judge(&a)));
-    assert_eq!(decided[0][2], Some(judge(&b)));
-    assert_eq!(decided[0][1], Some(Judgement::Slower));
+    let decided = |dir: &std::path::Path| {
+        bencher_workloads::compare::decide(&bencher_workloads::compare::load(dir).unwrap())
+    };
+    // No emulator statistics: the median's sequence, which 5 rounds do not bound.
+    let d = decided(dir.path());
+    assert_eq!(d[0][0], None);
+    assert_eq!(d[0][1], Some(judge(&a, Method::Median)));
+    assert_eq!(d[0][1], Some(Judgement::Undecided));
+    // With them: the mean's, which decides a.
+    for t in ["minfs", "a", "b"] {
+        for k in 1..=5 {
+            fs::write(
+                dir.path().join(format!("runs/w/{t}/run-{k}.emulator.json")),
+                r#"{"drive": {"cache_read_hits": 0, "media_reads": 0}}"#,
+            )
+            .unwrap();
+        }
+    }
+    let d = decided(dir.path());
+    assert_eq!(d[0][1], Some(judge(&a, Method::Mean)));
+    assert_eq!(d[0][2], Some(judge(&b, Method::Mean)));
+    assert_eq!(d[0][1], Some(Judgement::Slower));
 }
 
 /// `scripts/size-default.py --budget-data` writes what the simulations above draw from; runs

@@ -291,16 +291,19 @@ pub struct SignRunning {
     high: f64,
 }
 
+/// The counts above a candidate median that a sign sequence accepts (see [`sign_range`]).
+type SignRange = Option<(usize, usize)>;
+
 std::thread_local! {
     /// [`sign_range`]'s values by (α's bits, n).
-    static SIGN_RANGES: std::cell::RefCell<std::collections::HashMap<(u64, usize), Option<(usize, usize)>>> =
+    static SIGN_RANGES: std::cell::RefCell<std::collections::HashMap<(u64, usize), SignRange>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// Of `n` rounds, the counts above a candidate median that do not reject it at `alpha`: the
 /// least and the most (`None`: every count is accepted, nothing bounded yet). The accepted
 /// counts are those around n/2 (the e-value grows away from it).
-fn sign_range(n: usize, alpha: f64) -> Option<(usize, usize)> {
+fn sign_range(n: usize, alpha: f64) -> SignRange {
     let key = (alpha.to_bits(), n);
     if let Some(r) = SIGN_RANGES.with(|m| m.borrow().get(&key).copied()) {
         return r;

@@ -13,9 +13,9 @@
 //! The total and the file system's part are the report's own comparisons (`fs` and `fs@4096`
 //! against minfs): their estimates and intervals are the verdicts' ([`super::verdict`]), the
 //! same figures as everywhere in the report. The block size's part is `fs` against `fs@4096`
-//! over the rounds in which both ran (and took the same drive state), estimated the same way
-//! (a budget run: the confidence sequence's geometric mean; a fixed-count run: Hodges–Lehmann)
-//! with an interval at 95 % — a description of the gap, not a verdict. Each of the three comes
+//! over the rounds in which both ran, estimated the way the report's method estimates (a
+//! budget run: its confidence sequence's — the mean's or the median's; a fixed-count run:
+//! Hodges–Lehmann) with an interval at 95 % — a description of the gap, not a verdict. Each of the three comes
 //! from its own rounds, so the estimates multiply only about to the total.
 
 use std::fmt::Write as _;
@@ -25,7 +25,7 @@ use super::layout::Comparison;
 use super::render::{model_variants, round_totals};
 use super::sequential;
 use super::stats::{self, Interval};
-use super::verdict::{Judged, Verdicts};
+use super::verdict::{Judged, Sequence, Verdicts};
 use super::Source;
 
 /// The block size minfs runs Cannyls at, and the `@` suffix of a target at that size.
@@ -101,7 +101,11 @@ pub fn splits(cmp: &Comparison, source: Source<'_>, verdicts: &Verdicts) -> Vec<
             }
             let alpha = 1.0 - stats::confidence(1);
             let interval = if cmp.meta.sequential() {
-                sequential::interval(&d, alpha)
+                let mut s = Sequence::new(alpha, verdicts.method);
+                for x in &d {
+                    s.push(*x, None, None);
+                }
+                s.interval()
             } else {
                 let x: Vec<Option<f64>> = d.iter().map(|x| Some(x.exp())).collect();
                 let one = vec![Some(1.0); d.len()];

@@ -287,6 +287,9 @@ fn emulated(cmp: &Comparison) -> bool {
         .is_some_and(|d| d.contains("hddsim emulate"))
 }
 
+/// A run's drive state and where it came from.
+type RunState = (Option<State>, StateSource);
+
 /// Per run of `cell` (index k − 1), its drive state in `source` and where it came from: for
 /// the measured runs, the emulator's statistics, else (on the emulated drive) the replay
 /// under the shipped profile `shipped`; for a profile's replays, that replay's.
@@ -295,7 +298,7 @@ fn run_states(
     cell: &super::layout::Cell,
     source: Source<'_>,
     shipped: Option<&str>,
-) -> Vec<(Option<State>, StateSource)> {
+) -> Vec<RunState> {
     let replay = |p: &str, k: usize| {
         cell.models
             .get(p)
@@ -364,7 +367,7 @@ pub fn verdicts(cmp: &Comparison, source: Source<'_>) -> Verdicts {
         .iter()
         .map(|row| row.iter().map(|c| round_totals(c, source)).collect())
         .collect();
-    let run_state: Vec<Vec<Vec<(Option<State>, StateSource)>>> = cmp
+    let run_state: Vec<Vec<Vec<RunState>>> = cmp
         .cells
         .iter()
         .map(|row| {
@@ -435,8 +438,8 @@ pub fn verdicts(cmp: &Comparison, source: Source<'_>) -> Verdicts {
         (false, true) => StateSource::Replay,
         (false, false) => StateSource::None,
     };
-    for w in 0..cmp.workloads.len() {
-        out.baseline_states[w] = Counts::of(run_state[w][b].iter().map(|s| s.0));
+    for (w, states) in run_state.iter().enumerate() {
+        out.baseline_states[w] = Counts::of(states[b].iter().map(|s| s.0));
         for t in (0..cmp.targets.len()).filter(|&t| t != b) {
             let rounds = paired(w, t);
             if rounds.is_empty() {
@@ -479,7 +482,7 @@ pub fn verdicts(cmp: &Comparison, source: Source<'_>) -> Verdicts {
                 judged_state,
                 paired: rounds.len(),
                 set_aside,
-                target_states: Counts::of(run_state[w][t].iter().map(|s| s.0)),
+                target_states: Counts::of(states[t].iter().map(|s| s.0)),
             });
         }
     }
@@ -573,11 +576,12 @@ impl Judged {
     }
 }
 
-/// What the runner decides after a round (`minfs-bench compare --budget`): per workload and
-/// target (the comparison's order), `None` for the baseline, else the measured verdict so far
-/// — `Judgement::Undecided` while the comparison must go on. The report's own judgement
-/// ([`verdicts`]), so the rule that stops a comparison is the report's.
-pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
+/// `f` of each comparison's verdict in the measured judgement of `cmp` (`None` for the
+/// baseline; `f(None)` where no round pairs), with the judgement itself.
+fn per_comparison<T>(
+    cmp: &Comparison,
+    f: impl Fn(&Verdicts, Option<&Verdict>) -> T,
+) -> Vec<Vec<Option<T>>> {
     let v = verdicts(cmp, Source::Measured);
     let b = cmp.baseline();
     v.cells
@@ -585,12 +589,18 @@ pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
         .map(|row| {
             row.iter()
                 .enumerate()
-                .map(|(t, c)| {
-                    (Some(t) != b).then(|| c.as_ref().map_or(Judgement::Undecided, |c| c.judgement))
-                })
+                .map(|(t, c)| (Some(t) != b).then(|| f(&v, c.as_ref())))
                 .collect()
         })
         .collect()
+}
+
+/// What the runner decides after a round (`minfs-bench compare --budget`): per workload and
+/// target (the comparison's order), `None` for the baseline, else the measured verdict so far
+/// — `Judgement::Undecided` while the comparison must go on. The report's own judgement
+/// ([`verdicts`]), so the rule that stops a comparison is the report's.
+pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
+    per_comparison(cmp, |_, c| c.map_or(Judgement::Undecided, |c| c.judgement))
 }
 
 /// A comparison's rounds so far and the rounds it would need in all (`None`: not projected).
@@ -604,32 +614,15 @@ pub type RoundsNeeded = (usize, Option<usize>);
 /// gives that count instead of its rounds, so that the allocation runs it unpriced until its
 /// rounds in matching states can be priced.
 pub fn projections(cmp: &Comparison) -> Vec<Vec<Option<RoundsNeeded>>> {
-    let v = verdicts(cmp, Source::Measured);
-    let b = cmp.baseline();
-    v.cells
-        .iter()
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .map(|(t, c)| {
-                    if Some(t) == b {
-                        return None;
-                    }
-                    Some(match c {
-                        Some(c) if c.judged.len() < super::allocate::ALLOCATE_FROM => {
-                            (c.judged.len(), None)
-                        }
-                        Some(c) => (
-                            c.paired,
-                            match project(&c.judged, c.paired, v.alpha, v.method) {
-                                Projection::Rounds { total, .. } => Some(total),
-                                _ => None,
-                            },
-                        ),
-                        None => (0, None),
-                    })
-                })
-                .collect()
-        })
-        .collect()
+    per_comparison(cmp, |v, c| match c {
+        Some(c) if c.judged.len() < super::allocate::ALLOCATE_FROM => (c.judged.len(), None),
+        Some(c) => (
+            c.paired,
+            match project(&c.judged, c.paired, v.alpha, v.method) {
+                Projection::Rounds { total, .. } => Some(total),
+                _ => None,
+            },
+        ),
+        None => (0, None),
+    })
 }
