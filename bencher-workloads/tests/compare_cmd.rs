@@ -278,7 +278,7 @@ fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
     let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
     let facts = report
         .lines()
-        .find(|l| l.starts_with("Up to "))
+        .find(|l| l.contains("per workload and target (each comparison stopped once decided"))
         .unwrap_or_default();
     assert!(
         facts.contains(&format!("up to {rounds} round"))
