@@ -85,11 +85,15 @@ pub fn legend(base: &str, verdicts: &Verdicts) -> String {
         Method::Median => "the median of the per-round ratios",
         Method::SignedRank => "the Hodges–Lehmann estimate of the per-round ratios",
     };
+    let intervals = if verdicts.comparisons == 0 {
+        "no intervals: no comparison has 2 rounds".to_string()
+    } else {
+        format!("[interval]: all {} together at 95 %", verdicts.comparisons)
+    };
     format!(
         "Total elapsed / {base}'s ({estimate}): ▲ slower by more than 5 % · ▼ faster by more \
          than 5 % · = within ±5 % · ? undecided · ▴ ▾ after = or ?: the interval also lies \
-         above / below 1 · [interval]: all {} together at 95 %.",
-        verdicts.comparisons
+         above / below 1 · {intervals}."
     )
 }
 
