@@ -2,7 +2,7 @@
 """How many rounds a comparison needs to tell a 5 % difference, from a pilot run.
 
     scripts/size-default.py DIR... [--margin 0.05] [--comparisons M] [--residuals FILE]
-                            [--budget-data FILE [--budget SECONDS]]
+                            [--budget-data FILE [--budget SECONDS]] [--rounds-data FILE]
 
 DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs); with
 several (e.g. one pilot per workload, each at its own scale) their comparisons are pooled. For
@@ -93,6 +93,64 @@ def rounds_needed(sd, half, confidence):
     return 10000
 
 
+GET_STATE_MS = 6.0
+
+
+def run_state(dir, w, t, k):
+    """The drive state of run k ('cache', 'media' or None) and where it came from."""
+    base = os.path.join(dir, "runs", w, t)
+    try:
+        em = json.load(open(os.path.join(base, f"run-{k}.emulator.json")))
+        d = em.get("drive", em)
+        if "cache_read_hits" in d and "media_reads" in d:
+            gets = 0
+            try:
+                r = json.load(open(os.path.join(base, f"run-{k}.json")))
+                gets = sum(x["count"] for x in r.get("kinds", []) if x["kind"].startswith("Get("))
+            except (OSError, ValueError, KeyError):
+                pass
+            if gets == 0:
+                return None, "emulator"
+            return ("cache" if d["cache_read_hits"] > d["media_reads"] else "media"), "emulator"
+    except (OSError, ValueError):
+        pass
+    try:
+        r = json.load(open(os.path.join(base, f"run-{k}.json")))
+    except (OSError, ValueError):
+        return None, None
+    gets = [x for x in r.get("kinds", []) if x["kind"].startswith("Get(")]
+    if not gets:
+        return None, None
+    p50 = gets[0]["percentiles_ns"]["50.0"] / 1e6
+    return ("cache" if p50 < GET_STATE_MS else "media"), "median get"
+
+
+def run_total(dir, w, t, k):
+    """Run k's total elapsed (ns), or None where it has no report."""
+    try:
+        return json.load(open(os.path.join(dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def collect_rounds(dir, out, sources):
+    """Per (workload, target), each round's [d, target state, minfs state] into out."""
+    meta = json.load(open(os.path.join(dir, "compare.json")))
+    total = lambda w, t, k: run_total(dir, w, t, k)  # noqa: E731
+    runs = int(meta.get("runs", 0))
+    for w in meta["workloads"]:
+        for t in meta["targets"]:
+            if t == "minfs":
+                continue
+            for k in range(1, runs + 1):
+                x, b = total(w, t, k), total(w, "minfs", k)
+                if x and b:
+                    st, s1 = run_state(dir, w, t, k)
+                    sb, s2 = run_state(dir, w, "minfs", k)
+                    sources.update(s for s in (s1, s2) if s)
+                    out.setdefault((w, t), []).append([round(math.log(x / b), 6), st, sb])
+
+
 def collect(dir, rows, residuals, means=None):
     """The comparisons of one directory: (workload, target, sd, rounds) into rows, residuals
     (and, given `means`, each comparison's mean log-ratio into it)."""
@@ -101,13 +159,7 @@ def collect(dir, rows, residuals, means=None):
     except (OSError, ValueError) as e:
         print(f"size-default.py: error: {dir}: {e}", file=sys.stderr)
         sys.exit(1)
-
-    def total(w, t, k):
-        try:
-            return json.load(open(os.path.join(dir, "runs", w, t, f"run-{k}.json")))["total_elapsed_ns"]
-        except (OSError, ValueError, KeyError):
-            return None
-
+    total = lambda w, t, k: run_total(dir, w, t, k)  # noqa: E731
     runs = int(meta.get("runs", 0))
     for w in meta["workloads"]:
         for t in meta["targets"]:
@@ -211,6 +263,7 @@ def main():
     ap.add_argument("--budget-data")
     ap.add_argument("--budget", type=float,
                     help="the budget to simulate, seconds (default: the runs' own)")
+    ap.add_argument("--rounds-data")
     a = ap.parse_args()
     rows, residuals, means = [], [], []
     for d in a.dir:
@@ -235,6 +288,20 @@ def main():
         data.update(budget_data(a.dir, rows, residuals, means, a.budget))
         with open(a.budget_data, "w") as f:
             json.dump(data, f, indent=1)
+            f.write("\n")
+    if a.rounds_data:
+        data = {"source": " ".join(os.path.relpath(d) for d in a.dir)}
+        data.update(budget_data(a.dir, rows, residuals, means, a.budget))
+        rounds, sources = {}, set()
+        for d in a.dir:
+            collect_rounds(d, rounds, sources)
+        data["state_source"] = " and ".join(sorted(sources)) or None
+        for w in data["workloads"]:
+            for t in w["targets"]:
+                del t["residuals"]
+                t["rounds"] = rounds[(w["name"], t["name"])]
+        with open(a.rounds_data, "w") as f:
+            json.dump(data, f, indent=None, separators=(",", ":"))
             f.write("\n")
     if a.residuals:
         json.dump({"source": " ".join(os.path.abspath(d) for d in a.dir), "residuals": residuals},

@@ -274,9 +274,12 @@ fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
             "more than 20 s left of a 20 s budget: {l}"
         );
     }
-    // The report's first line gives the count as a maximum: comparisons stop once decided.
+    // "How the runs were made" gives the count as a maximum: comparisons stop once decided.
     let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
-    let facts = report.lines().nth(2).unwrap_or_default();
+    let facts = report
+        .lines()
+        .find(|l| l.contains("per workload and target (each comparison stopped once decided"))
+        .unwrap_or_default();
     assert!(
         facts.contains(&format!("up to {rounds} round"))
             && facts.contains("stopped once decided, within a 20"),
@@ -289,8 +292,10 @@ fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
     );
     assert!(setup.contains("| span of the emulated drive |"), "{setup}");
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The report's first screen, printed at the end.
     assert!(
-        stdout.contains("### Measured on the emulated drive"),
+        stdout.contains("The emulated drive (`hddsim emulate --profile st1000dm003`)")
+            && stdout.contains("comparisons decided"),
         "{stdout}"
     );
     let left = leftovers(&work, pid);

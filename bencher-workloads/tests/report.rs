@@ -95,15 +95,42 @@ fn run_dir(dir: &Path, w: &str, t: &str) -> PathBuf {
     d
 }
 
+/// Gives every run of `dir` the emulated drive's own statistics (`run-K.emulator.json`: all
+/// reads from the media), so that the report judges it by the mean's sequence on matching
+/// states, as a run of the emulated drive with per-run statistics.
+fn own_states(dir: &Path) {
+    for w in fs::read_dir(dir.join("runs")).unwrap().flatten() {
+        for t in fs::read_dir(w.path()).unwrap().flatten() {
+            for f in fs::read_dir(t.path()).unwrap().flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                let Some(k) = name
+                    .strip_prefix("run-")
+                    .and_then(|n| n.strip_suffix(".json"))
+                    .filter(|k| k.bytes().all(|b| b.is_ascii_digit()))
+                else {
+                    continue;
+                };
+                fs::write(
+                    t.path().join(format!("run-{k}.emulator.json")),
+                    r#"{"drive": {"cache_read_hits": 0, "media_reads": 400}}"#,
+                )
+                .unwrap();
+            }
+        }
+    }
+}
+
 /// The fixture (totals in s, bandwidth in MB/s, op-log latencies in µs):
 ///
-/// | workload | target | run 1 | run 2 | median | ratio |
+/// | workload | target | run 1 | run 2 | median | estimate (the rounds' ratios) |
 /// | seq-256k | minfs | 10 s, 200 MB/s, wall 11 s | 12 s, 300 MB/s, wall 13 s | 11 s | 1 |
-/// | seq-256k | ext4 | 16 s | 20 s | 18 s | 18/11 = 1.636 → 1.64 |
-/// | seq-256k | xfs | 30 s | failed | 30 s | 30/11 = 2.727 → 2.73 (1/2 runs) |
+/// | seq-256k | ext4 | 16 s | 20 s | 18 s | √(16/10 × 20/12) = 1.633 → 1.63 |
+/// | seq-256k | xfs | 30 s | failed | 30 s | 30/10 = 3.00 (round 1 only) |
 /// | rand-mixed-1m | minfs | 4 s | 6 s | 5 s | 1 |
-/// | rand-mixed-1m | ext4 | 5 s | 5 s | 5 s | 1.00 |
-/// | rand-mixed-1m | xfs | 2 s | 3 s | 2.5 s | 0.50 |
+/// | rand-mixed-1m | ext4 | 5 s | 5 s | 5 s | √(5/4 × 5/6) = 1.021 → 1.02 |
+/// | rand-mixed-1m | xfs | 2 s | 3 s | 2.5 s | 2/4 = 3/6 = 0.50 |
+///
+/// (With two rounds the Hodges–Lehmann estimate is the mean of the two log-ratios.)
 ///
 /// p50 of Put(262144), seq-256k, minfs: 8 ms and 10 ms → 9.00 ms; max 6 × that → 54.0 ms.
 fn fixture(dir: &Path) {
@@ -303,8 +330,15 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     fixture(dir);
     let md = render(dir);
 
-    // Header: the facts of compare.json, SETUP.md, the baseline.
-    assert!(md.starts_with("# minfs-bench comparison\n"), "{md}");
+    // Header: the first screen, then the facts of compare.json, SETUP.md, the baseline.
+    assert!(
+        md.starts_with(
+            "# minfs-bench comparison\n\n/dev/loop3 (loop over /var/tmp/x.img) · date not \
+             recorded · commit not recorded\n\n**0 of 4 comparisons decided** · wall time not \
+             recorded · 1 failed run (below)\n"
+        ),
+        "{md}"
+    );
     assert!(md.contains(
         "Scale 0.1, 2 runs per workload and target, block size 512 bytes, each workload's own \
          seed, device /dev/loop3 (loop over /var/tmp/x.img) (512-byte sectors)."
@@ -314,18 +348,17 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     assert!(!md.contains("is the baseline"));
     assert!(!md.contains(&dir.display().to_string()), "no absolute path");
 
-    // Summary: workloads in compare.json's order, targets as columns.
-    assert_eq!(
-        line_with(&md, "| Workload |"),
-        "| Workload | minfs | ext4 | xfs |"
-    );
+    // The first screen's table: workloads in compare.json's order, the targets but the
+    // baseline as columns, each cell the estimate and its mark (two rounds bound no interval
+    // at 98.3 %: undecided).
+    assert_eq!(line_with(&md, "| Workload |"), "| Workload | ext4 | xfs |");
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1.63 ? | 3.00 ? |"
     );
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 1.00 | 0.50 |"
+        "| rand-mixed-1m | 1.02 ? | 0.50 ? |"
     );
     assert!(md.find("| seq-256k |").unwrap() < md.find("| rand-mixed-1m |").unwrap());
     assert!(md.contains(
@@ -340,9 +373,10 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
         "| Target | total elapsed, median (min–max) | ratio | MB/s | wall, median | runs ok |"
     ));
     assert!(seq.contains("| minfs | 11.0 s (10.0 s–12.0 s) | 1 | 250.0 | 12.0 s | 2/2 |\n"));
-    assert!(seq.contains("| ext4 | 18.0 s (16.0 s–20.0 s) | 1.64 | 120.0 | 19.0 s | 2/2 |\n"));
+    // The ratio column is the comparison's estimate, as everywhere.
+    assert!(seq.contains("| ext4 | 18.0 s (16.0 s–20.0 s) | 1.63 | 120.0 | 19.0 s | 2/2 |\n"));
     assert!(seq.contains(
-        "| xfs | 30.0 s (30.0 s–30.0 s) | 2.73 | 80.0 | 31.0 s | 1/2: run 2 failed (see \
+        "| xfs | 30.0 s (30.0 s–30.0 s) | 3.00 | 80.0 | 31.0 s | 1/2: run 2 failed (see \
          [run-2.error](runs/seq-256k/xfs/run-2.error)) |\n"
     ));
     assert!(seq.contains(
@@ -427,18 +461,19 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
         .find("# Modelled on Seagate ST1000DM003 (512e, modelled)")
         .expect("modelled section")..];
     assert!(m.contains("(profile `st1000dm003`)"));
+    // ext4: √(42/22 × 42/20) = 2.00; xfs: round 1 only, 63/22 = 2.86.
     assert_eq!(
         line_with(m, "| seq-256k |"),
-        "| seq-256k | 1 | 2.00 | 3.00 (1/2 runs) |"
+        "| seq-256k | 2.00 ? | 2.86 ? |"
     );
     assert_eq!(
         line_with(m, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | — | — | — |"
+        "| rand-mixed-1m | — | — |"
     );
     let mseq = &m[m.find("## seq-256k (modelled)").unwrap()..];
     assert!(mseq.contains("| minfs | 21.0 s (20.0 s–22.0 s) | 1 | 50.0 | 10.0 s | 2.10 | 2/2 |"));
     assert!(mseq.contains("| ext4 | 42.0 s (42.0 s–42.0 s) | 2.00 | 50.0 | 10.0 s | 4.20 | 2/2 |"));
-    assert!(mseq.contains("| xfs | 63.0 s (63.0 s–63.0 s) | 3.00 | 50.0 | 10.0 s | 6.30 | 1/2 |"));
+    assert!(mseq.contains("| xfs | 63.0 s (63.0 s–63.0 s) | 2.86 | 50.0 | 10.0 s | 6.30 | 1/2 |"));
     assert!(mseq.contains(
         "| Put(262144) | ext4 | 1000 | 30.0 ms | 60.0 ms | 90.0 ms | 120 ms | 150 ms | 180 ms |"
     ));
@@ -481,17 +516,20 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
     assert!(m.contains("[plots/modelled.svg](plots/modelled.svg)"));
     let mm = fs::read_to_string(dir.join("plots/modelled.svg")).unwrap();
     assert!(mm.starts_with("<svg ") && mm.contains("Modelled on Seagate ST1000DM003"));
-    // The summary's modelled verdict: two rounds cannot reach 95 % (2⁻² > 2.5 %).
+    // The modelled verdict: two rounds cannot reach 95 % (2⁻² > 2.5 %).
     let summary = &md[md
-        .find("### Modelled on the drive")
+        .find("## Modelled on the drive")
         .expect("modelled summary")..];
     assert!(
         summary.contains(
-            "- **seq-256k**: not judged, with fewer than 6 rounds of it and minfs: ext4 2.00×, \
-             xfs 3.00×."
+            "- **seq-256k**: undecided: ext4 2.00× (2 rounds; at least 6 are needed to bound \
+             its interval at this level), xfs 2.86× (1 round; at least 6 are needed to bound \
+             its interval at this level)."
         ),
         "{summary}"
     );
+    // The method is said once, in "Method and assumptions".
+    assert_eq!(md.matches("N× is a target's total elapsed").count(), 1);
     // What needs no model, in the summary: re-opening writes per put from the traces (ext4's
     // 900 of its 1,000 puts; xfs's runs carry no drive figures); these reports predate the
     // partial-sector count: n/a.
@@ -504,10 +542,9 @@ fn renders_tables_plots_and_modelled_sections_deterministically() {
         assert_eq!(line_with(summary, &start), format!("{start}{want}"));
     }
     // The measured part is unchanged.
-    let table = &md[md.find("## Summary: ratio of total elapsed").unwrap()..];
     assert_eq!(
-        line_with(table, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) |"
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 1.63 ? | 3.00 ? |"
     );
     let second = outputs(dir);
     assert_eq!(second.len(), 9);
@@ -534,19 +571,22 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     let md = render(dir);
     assert_eq!(
         line_with(&md, "| Workload |"),
-        "| Workload | minfs | ext4 | xfs | raw | btrfs |"
+        "| Workload | ext4 | xfs | raw | btrfs |"
     );
+    // btrfs: its one round, 22/10.
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.64 | 2.73 (1/2 runs) | — | 2.00 (1/2 runs) |"
+        "| seq-256k | 1.63 ? | 3.00 ? | — | 2.20 ? |"
     );
     assert!(md.contains("| raw | — | — | — | — | 0/2: run 1: —; run 2: — |"));
     // The verdict: raw, never run, is named apart; xfs and btrfs ran once, ext4 twice: too
     // few for three comparisons at 95 % together (each at 98.3 %: 7 rounds at least).
     assert_eq!(
         verdict_of(&md, "seq-256k"),
-        "- **seq-256k**: not judged, with fewer than 7 rounds of it and minfs: ext4 1.64×, xfs \
-         2.73×, btrfs 2.00×; no successful run of raw."
+        "- **seq-256k**: undecided: ext4 1.63× (2 rounds; at least 7 are needed to bound its \
+         interval at this level), xfs 3.00× (1 round; at least 7 are needed to bound its \
+         interval at this level), btrfs 2.20× (1 round; at least 7 are needed to bound its \
+         interval at this level); no round of raw paired with one of minfs."
     );
 
     // Without minfs, the first target is the baseline and the text says so.
@@ -561,16 +601,14 @@ fn order_extra_and_missing_targets_and_no_minfs_baseline() {
     let md = render(dir);
     assert!(md.contains("There is no `minfs` target, so the first target, ext4, is the baseline."));
     assert!(md.contains("so ext4 = 1 and above 1 means slower than ext4"));
-    // Workloads not in compare.json: sorted. xfs/ext4 = 30/18 = 1.67 and 2.5/5 = 0.50.
-    assert_eq!(line_with(&md, "| Workload |"), "| Workload | ext4 | xfs |");
+    // Workloads not in compare.json: sorted. xfs/ext4: round 1 only on seq-256k, 30/16 =
+    // 1.88; √(2/5 × 3/5) = 0.49.
+    assert_eq!(line_with(&md, "| Workload |"), "| Workload | xfs |");
     assert!(md.find("| rand-mixed-1m |").unwrap() < md.find("| seq-256k |").unwrap());
-    assert_eq!(
-        line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1 | 1.67 (1/2 runs) |"
-    );
+    assert_eq!(line_with(&md, "| seq-256k |"), "| seq-256k | 1.88 ? |");
     assert_eq!(
         line_with(&md, "| rand-mixed-1m |"),
-        "| rand-mixed-1m | 1 | 0.50 |"
+        "| rand-mixed-1m | 0.49 ? |"
     );
     // A plot no workload makes any more is removed; other files stay.
     assert!(!dir.join("plots/cdf-gone.svg").exists());
@@ -658,18 +696,19 @@ fn bad_inputs_fail_naming_the_file() {
     let md = render(dir);
     assert!(
         md.starts_with(
-            "# minfs-bench comparison\n\n2 runs per workload and target, each workload's own \
-             seed.\n"
+            "# minfs-bench comparison\n\nThe device the runs used · date not recorded · commit \
+             not recorded\n"
         ),
         "{md}"
     );
-    assert_eq!(
-        line_with(&md, "| Workload |"),
-        "| Workload | ext4 | minfs | xfs |"
+    assert!(
+        md.contains("\n2 runs per workload and target, each workload's own seed.\n"),
+        "{md}"
     );
+    assert_eq!(line_with(&md, "| Workload |"), "| Workload | ext4 | xfs |");
     assert_eq!(
         line_with(&md, "| seq-256k |"),
-        "| seq-256k | 1.64 | 1 | 2.73 (1/2 runs) |"
+        "| seq-256k | 1.63 ? | 3.00 ? |"
     );
 
     // Usage errors.
@@ -706,39 +745,55 @@ const CLEAR_SLOWER: &[u64] = &[1500, 1510, 1490, 1505, 1495, 1500];
 
 /// The measured verdict's sentence about workload `w`.
 fn verdict_of<'a>(md: &'a str, w: &str) -> &'a str {
-    let verdict = &md[md.find("### Measured on ").expect("a verdict")..];
+    let verdict = &md[md.find("## Verdicts").expect("a verdict")..];
     let verdict = &verdict[..verdict[4..].find("\n##").map_or(verdict.len(), |i| i + 4)];
     line_with(verdict, &format!("- **{w}**: "))
 }
 
 #[test]
-fn the_report_opens_with_a_summary_of_both_verdicts() {
+fn the_report_opens_with_its_first_screen_then_verdicts_method_and_tables_each_once() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     fixture(dir);
     let md = render(dir);
-    // The summary comes before any table, the measured verdict first.
-    let summary = md
-        .find("## Summary\n\n### Measured on ")
-        .expect("a summary");
-    assert!(summary < md.find("| Workload |").unwrap(), "{md}");
-    assert!(summary < md.find("**Total elapsed**").unwrap(), "{md}");
+    // The first screen: the table, its legend in one line and the plot, before any section.
+    let table = md.find("| Workload |").expect("the table");
+    let legend = md.find("Total elapsed / minfs's").expect("the legend");
+    let plot = md.find("![measured ratios](plots/ratios.png)").unwrap();
+    let verdicts = md.find("## Verdicts").expect("the verdicts");
+    let method = md.find("## Method and assumptions").expect("the method");
+    let tables = md.find("**Total elapsed**").unwrap();
+    assert!(table < legend && legend < plot && plot < verdicts, "{md}");
+    assert!(verdicts < method && method < tables, "{md}");
+    assert!(
+        !md[..verdicts].contains("\n## "),
+        "no section before the verdicts: {md}"
+    );
+    let legend_line = line_with(&md, "Total elapsed / minfs's");
+    for mark in [
+        "▲ slower by more than 5 %",
+        "▼ faster by more than 5 %",
+        "= within ±5 %",
+        "? undecided",
+    ] {
+        assert!(legend_line.contains(mark), "{legend_line}");
+    }
     // rand-mixed-1m: two rounds are too few for three comparisons at 95 % together.
     assert_eq!(
         verdict_of(&md, "rand-mixed-1m"),
-        "- **rand-mixed-1m**: not judged, with fewer than 7 rounds of it and minfs: ext4 \
-         1.00×, xfs 0.50×."
+        "- **rand-mixed-1m**: undecided: ext4 1.02× (2 rounds; at least 7 are needed to bound \
+         its interval at this level), xfs 0.50× (2 rounds; at least 7 are needed to bound its \
+         interval at this level)."
     );
-    assert!(md.contains("that needs at least 7 rounds"));
-    // The method, with its level and the number of comparisons, and what is measured.
-    assert!(
-        md.contains("each interval at 98.33 %, so that all 3 comparisons hold together at 95 %")
-    );
+    // The method, once, with its level and the number of comparisons, and what is measured.
+    assert_eq!(md.matches("## Method and assumptions").count(), 1);
+    assert!(md.contains("each at 98.33 %, so that all 3 comparisons hold together at 95 %"));
     assert!(md.contains("Method and sources: `bencher-workloads/src/compare/stats.rs`"));
-    // No traces: no modelled verdict.
-    assert!(!md.contains("### Modelled on the drive"));
-    // The summary's marks are explained.
-    assert!(md.contains("▲ slower, ▼ faster than minfs (the interval of the ratio lies"));
+    // No traces: no modelled verdict; no drive statistics: the states are said unknown.
+    assert!(!md.contains("## Modelled on the drive"));
+    assert!(md.contains("## Drive states\n\nNot known:"), "{md}");
+    // "No difference found" is gone: one word for a comparison without a verdict.
+    assert!(!md.contains("no difference"), "{md}");
 }
 
 /// Ten rounds of one workload: a target 20 % slower in every round (±1 %) is found slower,
@@ -787,17 +842,21 @@ fn paired_rounds_tell_slower_faster_equal_and_undecided() {
         ],
     );
     let md = render(dir);
+    // The intervals rounded outward (ext4's exact 1.1938–1.2156).
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: slower than minfs: ext4 1.20× [1.19–1.21]; faster than minfs: raw 0.80× \
-         [0.79–0.81]; within ±5 % of minfs: xfs 1.00× [0.99–1.01]; no difference from minfs \
-         found at this resolution: zfs 1.05× [0.79–1.37]; not judged, with fewer than 8 rounds \
-         of it and minfs: btrfs 2.67×."
+        "- **w**: slower than minfs by more than 5 %: ext4 1.20× [1.19–1.22] (10 rounds); \
+         faster than minfs by more than 5 %: raw 0.80× [0.79–0.81] (10 rounds); within ±5 % \
+         of minfs: xfs 1.00× [0.99–1.01] (10 rounds); undecided: zfs 1.05× [0.78–1.38] (10 \
+         rounds), btrfs 3.00× (1 round; at least 8 are needed to bound its interval at this \
+         level)."
     );
     assert_eq!(
         line_with(&md, "| w |"),
-        "| w | 1 | 1.20 ▲ | 1.00 = | 0.80 ▼ | 1.11 ~ | 2.67 (1/10 runs) |"
+        "| w | 1.20 ▲ [1.19–1.22] | 1.00 = [0.99–1.01] | 0.80 ▼ [0.79–0.81] | 1.05 ? \
+         [0.78–1.38] | 3.00 ? |"
     );
+    assert!(md.contains("**3 of 5 comparisons decided**"), "{md}");
     // A loop device over an image: the measured verdict says what it does not measure; no
     // traces: nothing modelled.
     assert!(md.contains("It does not measure a spinning drive"));
@@ -828,8 +887,8 @@ fn verdict_names_targets_without_runs_apart_from_the_ratios() {
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: not judged, with fewer than 6 rounds of it and minfs: xfs 3.00×; no \
-         successful run of ext4, raw."
+        "- **w**: undecided: xfs 3.00× (1 round; at least 6 are needed to bound its interval \
+         at this level); no round of ext4, raw paired with one of minfs."
     );
 }
 
@@ -847,12 +906,16 @@ fn one_run_each_is_not_judged_and_the_emulated_device_is_named() {
     let md = render(dir);
     assert_eq!(
         verdict_of(&md, "w"),
-        "- **w**: not judged, with fewer than 6 rounds of it and minfs: ext4 3.00×, xfs 0.50×."
+        "- **w**: undecided: ext4 3.00× (1 round; at least 6 are needed to bound its interval \
+         at this level), xfs 0.50× (1 round; at least 6 are needed to bound its interval at \
+         this level)."
     );
-    assert_eq!(line_with(&md, "| w |"), "| w | 1 | 3.00 | 0.50 |");
-    assert!(
-        md.contains("### Measured on the emulated drive (`hddsim emulate --profile st1000dm003`)")
-    );
+    assert_eq!(line_with(&md, "| w |"), "| w | 3.00 ? | 0.50 ? |");
+    assert!(md.starts_with(
+        "# minfs-bench comparison\n\nThe emulated drive (`hddsim emulate --profile \
+         st1000dm003`) · "
+    ));
+    assert!(md.contains("Measured on the emulated drive (`hddsim emulate --profile st1000dm003`)"));
     assert!(md.contains("against the drive model in real time"));
     assert!(md.contains("a loop device over an emulated drive (`hddsim emulate`)"));
     assert!(!md.contains("That is not a drive"));
@@ -909,7 +972,7 @@ fn a_target_found_faster_is_explained_by_what_it_sent_to_the_device() {
     }
     let md = render(dir);
     assert!(
-        verdict_of(&md, "w").contains("faster than minfs: raw 0.80×"),
+        verdict_of(&md, "w").contains("faster than minfs by more than 5 %: raw 0.80×"),
         "{md}"
     );
     assert!(
@@ -1029,7 +1092,7 @@ fn what_needs_no_model_counts_partial_sector_writes_per_put_and_per_sync() {
     }
     let md = render(dir);
     let summary = &md[md
-        .find("### Modelled on the drive")
+        .find("## Modelled on the drive")
         .expect("modelled summary")..];
     assert!(
         summary.contains(
@@ -1052,15 +1115,18 @@ fn what_needs_no_model_counts_partial_sector_writes_per_put_and_per_sync() {
     );
 }
 
-/// The Summary splits ext4's gap to minfs into the file system's part (ext4@4096 against
-/// minfs) and the block size's (ext4 against ext4@4096), over the rounds where all three ran,
-/// measured and modelled. ext4@4096 stopped after round 6 of 10; in rounds 7–10 ext4 equals
-/// minfs, so counting those rounds would bring the total down to 1.73×. xfs has no twin at
-/// 4096: no row. Measured, rounds 1–6: ext4@4096 = minfs × 1.5 × (1.01, 0.99, 1.02, 0.98, 1,
-/// 1), ext4 = ext4@4096 × 2 × (0.99, 1.01, 1, 1.02, 0.98, 1): Hodges–Lehmann 3.00 [2.94–3.06],
-/// 1.50 [1.47–1.53], 2.00 [1.96–2.04] (6 rounds at 95 %: the interval runs from the smallest to
-/// the largest log-ratio; checked with a separate computation). Modelled: 1.20 and 2.50
-/// exactly in every round.
+/// "Block size or file system" splits ext4's gap to minfs into the file system's part
+/// (ext4@4096 against minfs) and the block size's (ext4 against ext4@4096), measured and
+/// modelled; the total and the file system's part are those comparisons' own estimates, marks
+/// and intervals (the figures of the table at the top: one estimate per comparison), the
+/// block size's part its own over the rounds both ran. ext4@4096 stopped after round 6 of 10;
+/// in rounds 7–10 ext4 equals minfs, so ext4's own estimate over its 10 rounds is 1.73× (as
+/// at the top), not the 3.00× of rounds 1–6. xfs has no twin at 4096: no row. Measured,
+/// rounds 1–6: ext4@4096 = minfs × 1.5 × (1.01, 0.99, 1.02, 0.98, 1, 1), ext4 = ext4@4096 × 2
+/// × (0.99, 1.01, 1, 1.02, 0.98, 1): the block size part 2.00× [1.96–2.04] (6 rounds at 95 %:
+/// from the smallest to the largest log-ratio). The three comparisons hold together at 95 %
+/// (each at 98.3 %, 7 rounds at least): ext4@4096's 6 rounds bound no interval. Modelled:
+/// 1.20 and 2.50 exactly in every round.
 #[test]
 fn the_summary_tells_the_block_size_part_from_the_file_system_part() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1096,10 +1162,10 @@ fn the_summary_tells_the_block_size_part_from_the_file_system_part() {
         add_model(dir, w, "ext4", k, 3000 * k as u64, 512, &json!({}));
     }
     let md = render(dir);
-    let summary = &md[md.find("## Summary").unwrap()..md.find("## How to read").unwrap()];
-    let part = &summary[summary
-        .find("### Block size or file system\n")
-        .expect("a block size or file system part")..];
+    let part = &md[md
+        .find("## Block size or file system\n")
+        .expect("a block size or file system part")
+        ..md.find("## How the runs were made").unwrap()];
     let measured = &part[part.find("Measured:").unwrap()..part.find("Modelled on").unwrap()];
     assert!(
         measured.contains(
@@ -1109,13 +1175,22 @@ fn the_summary_tells_the_block_size_part_from_the_file_system_part() {
     );
     assert_eq!(
         line_with(measured, "| durable-256k |"),
-        "| durable-256k | ext4 | 3.00× [2.94–3.06] | 1.50× [1.47–1.53] | 2.00× [1.96–2.04] | 6 |"
+        "| durable-256k | ext4 | 1.73 ? [1.00–3.03] | 1.50 ? | 2.00× [1.96–2.04] | 10 / 6 / 6 |"
     );
+    // The total is the figure of the table at the top.
+    assert_eq!(
+        line_with(&md, "| durable-256k | 1.73 ? [1.00–3.03] |"),
+        "| durable-256k | 1.73 ? [1.00–3.03] | 1.50 ? | 3.00 ▲ [3.00–3.01] |"
+    );
+    // The text says what the figures are, and claims no signed-rank interval it does not
+    // show.
+    assert!(part.contains("those comparisons' own estimates, marks and intervals"));
+    assert!(!part.contains("no interval with fewer than 6 rounds"));
     assert!(!part.contains("| xfs |"), "{part}");
     let modelled = &part[part.find("Modelled on the drive (").unwrap()..];
     assert_eq!(
         line_with(modelled, "| durable-256k |"),
-        "| durable-256k | ext4 | 3.00× [3.00–3.00] | 1.20× [1.20–1.20] | 2.50× [2.50–2.50] | 6 |"
+        "| durable-256k | ext4 | 3.00 ? | 1.20 ? | 2.50× [2.50–2.50] | 6 / 6 / 6 |"
     );
 }
 
@@ -1160,12 +1235,11 @@ fn a_target_with_fewer_rounds_than_minfs_renders_with_its_round_count() {
         }
     }
     let md = render(dir);
-    // The summary table marks the short target's count of runs.
-    let table = &md[md.find("## Summary: ratio of total elapsed").unwrap()..];
-    let row = line_with(table, "| seq-256k |");
-    assert!(
-        row.starts_with("| seq-256k | 1 | 2.90 (3/8 runs) | 1.16"),
-        "{row}"
+    // The table at the top: ext4's estimate from its 3 rounds (30 s against 10.0, 10.1 and
+    // 10.2 s), too few to bound.
+    assert_eq!(
+        line_with(&md, "| seq-256k |"),
+        "| seq-256k | 2.97 ? | 1.16 ▲ [1.13–1.19] |"
     );
     // The measured table's runs cell names the rounds it lacks.
     assert!(
@@ -1201,7 +1275,7 @@ fn one_round_splits_into_that_rounds_ratios() {
     let md = render(dir);
     assert_eq!(
         line_with(&md, "| seq-4m | xfs |"),
-        "| seq-4m | xfs | 3.00× | 1.20× | 2.50× | 1 |"
+        "| seq-4m | xfs | 3.00 ? | 1.20 ? | 2.50× | 1 / 1 / 1 |"
     );
 }
 
@@ -1221,6 +1295,7 @@ fn an_undecided_budget_comparison_says_how_much_its_rounds_vary_and_what_would_d
         .to_string(),
     )
     .unwrap();
+    own_states(dir);
     let md = render(dir);
     let v = verdict_of(&md, "w");
     // What the sentence says of b is what the projection gives on its rounds.
@@ -1237,10 +1312,7 @@ fn an_undecided_budget_comparison_says_how_much_its_rounds_vary_and_what_would_d
         .find("within the budget: b ")
         .unwrap_or_else(|| panic!("{v}"))..];
     assert!(b_entry.contains(&note), "{v}\nwants {note}");
-    assert!(
-        v.contains("undecided against minfs within the budget: b"),
-        "{v}"
-    );
+    assert!(v.contains("undecided within the budget: b"), "{v}");
     // The decided comparison carries no such note.
     assert_eq!(v.matches("rounds vary by").count(), 1, "{v}");
 }
@@ -1275,6 +1347,7 @@ fn the_rest_command_asks_for_the_budget_and_rounds_its_comparisons_would_take() 
         m.to_string()
     };
     let meta = |steps: bool| meta_with(steps, 900);
+    own_states(dir);
     let d: Vec<f64> = noisy.iter().map(|x| (*x as f64 / 1000.0).ln()).collect();
     // The rest plans one comparison (b on w).
     let k = sequential::projection(&d, sequential::alpha(1))
@@ -1356,6 +1429,7 @@ fn a_budget_report_gives_the_command_that_runs_the_undecided_comparisons_alone()
         .to_string()
     };
     fs::write(dir.join("compare.json"), meta(900)).unwrap();
+    own_states(dir);
     let md = render(dir);
     let line = line_with(&md, "**To decide the rest**");
     assert!(
@@ -1377,7 +1451,309 @@ fn a_budget_report_gives_the_command_that_runs_the_undecided_comparisons_alone()
     assert!(line.contains(" --budget=1800s`"), "{line}");
     // With everything decided there is nothing to offer.
     totals_fixture(dir, "emulated", "w1", &[("b", clear)]);
+    own_states(dir);
     fs::write(dir.join("compare.json"), meta(900)).unwrap();
     let md = render(dir);
     assert!(!md.contains("To decide the rest"), "{md}");
+}
+
+/// A budget comparison of a read workload on the emulated drive whose runs carry the
+/// drive's own statistics: in rounds 3 and 7 of 10 xfs's gets came from the drive's cache
+/// (300 hits against 110 media reads) and its run was 14 % faster; minfs's always from the
+/// media. The verdict is on the 8 rounds whose states match — within ±5 % — and says what it
+/// set aside; the drive states table gives each target's share with its interval. Judged on
+/// all 10 rounds the estimate would be 0.97, not 1.00.
+#[test]
+fn a_budget_comparison_is_judged_on_the_rounds_whose_drive_states_match() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let w = "rand-oldest-1m";
+    let base: Vec<u64> = (0..10).map(|k| 6000 + 10 * k).collect();
+    let media = [
+        1.002, 0.998, 1.0, 1.001, 0.999, 1.0, 1.002, 0.998, 1.001, 0.999,
+    ];
+    let cached = |k: usize| k == 2 || k == 6;
+    let xfs: Vec<u64> = (0..10)
+        .map(|k| {
+            let r = if cached(k) { 0.86 } else { media[k] };
+            (base[k] as f64 * r).round() as u64
+        })
+        .collect();
+    totals_fixture(
+        dir,
+        "emulated-st1000dm003 (loop device, direct I/O, over hddsim emulate --profile st1000dm003)",
+        w,
+        &[("minfs", &base), ("xfs", &xfs)],
+    );
+    fs::write(
+        dir.join("compare.json"),
+        json!({"workloads": [w], "targets": ["minfs", "xfs"], "runs": 10,
+               "device": "emulated-st1000dm003 (loop device, direct I/O, over hddsim emulate --profile st1000dm003)",
+               "stopping": "budget", "budget_s": 900})
+        .to_string(),
+    )
+    .unwrap();
+    for (t, totals) in [("minfs", &base), ("xfs", &xfs)] {
+        for (k, total) in totals.iter().enumerate() {
+            let d = run_dir(dir, w, t);
+            // A read workload: its reports count gets.
+            let mut rep = report(w, t, total * MS, total * MS, 1e8, MS);
+            rep.kinds.push(kind("Get(1048576)", 400, [MS; 5], 2 * MS));
+            fs::write(
+                d.join(format!("run-{}.json", k + 1)),
+                serde_json::to_string(&rep).unwrap(),
+            )
+            .unwrap();
+            let hits = if t == "xfs" && cached(k) { 300 } else { 170 };
+            fs::write(
+                d.join(format!("run-{}.emulator.json", k + 1)),
+                json!({"drive": {"cache_read_hits": hits, "media_reads": 410 - hits}}).to_string(),
+            )
+            .unwrap();
+        }
+    }
+    let md = render(dir);
+    let v = verdict_of(&md, w);
+    assert!(
+        v.starts_with("- **rand-oldest-1m**: within ±5 % of minfs: xfs 1.00× ["),
+        "{v}"
+    );
+    assert!(
+        v.contains(
+            "(8 of 10 rounds, both runs reading mostly from the media; 2 set aside, in which xfs \
+             read mostly from the drive's cache: 0.86×)"
+        ),
+        "{v}"
+    );
+    let row = line_with(&md, "| rand-oldest-1m | 1.00 = [");
+    assert!(row.starts_with("| rand-oldest-1m | 1.00 = ["), "{row}");
+    // The states: from the emulator; the shares with their anytime-valid intervals.
+    let states = &md[md.find("## Drive states").unwrap()..md.find("## Method").unwrap()];
+    assert!(
+        states.contains("from the emulated drive's own statistics of each run"),
+        "{states}"
+    );
+    let (lo, hi) = bencher_workloads::compare::states::frequency_interval(2, 10, 0.05);
+    assert_eq!(
+        line_with(states, "| rand-oldest-1m |"),
+        format!(
+            "| rand-oldest-1m | 0 of 10 (0–{:.0} %) | 2 of 10 ({:.0}–{:.0} %) |",
+            (bencher_workloads::compare::states::frequency_interval(0, 10, 0.05).1 * 100.0).ceil(),
+            (lo * 100.0).floor(),
+            (hi * 100.0).ceil()
+        )
+    );
+    // The method is the mean's sequence on matching states.
+    assert!(
+        md.contains("a t-mixture e-value of the mean log-ratio"),
+        "{md}"
+    );
+}
+
+/// A budget run on the emulated drive recorded before the emulator's per-run statistics:
+/// the states shown are the replays' and said to be, and the verdict is the median's
+/// sequence, which assumes no states — 6 clearly slower rounds are not decided (one
+/// comparison, at 95 %, needs 7).
+#[test]
+fn without_the_runs_own_states_the_median_judges_and_the_replays_states_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let device = "emulated-st1000dm003 (loop device, direct I/O, over hddsim emulate --profile \
+                  st1000dm003)";
+    fs::write(
+        dir.join("compare.json"),
+        json!({"workloads": ["w"], "targets": ["minfs", "a"], "runs": 6, "device": device,
+               "stopping": "budget", "budget_s": 900})
+        .to_string(),
+    )
+    .unwrap();
+    for (t, totals) in [("minfs", &[1000u64; 6][..]), ("a", CLEAR_SLOWER)] {
+        for (i, total) in totals.iter().enumerate() {
+            let k = i + 1;
+            let mut rep = report("w", t, total * MS, total * MS, 1e8, MS);
+            rep.kinds.push(kind("Get(1048576)", 400, [MS; 5], 2 * MS));
+            let d = run_dir(dir, "w", t);
+            fs::write(
+                d.join(format!("run-{k}.json")),
+                serde_json::to_string(&rep).unwrap(),
+            )
+            .unwrap();
+            // The replay: most reads from the cache in a's run 2.
+            let hits = if t == "a" && k == 2 { 300 } else { 170 };
+            let mut v = serde_json::to_value(&rep).unwrap();
+            v["model"] = json!({"profile": "st1000dm003", "profile_name": "ST1000DM003",
+                                "cache_read_hits": hits, "media_reads": 410 - hits});
+            fs::write(
+                d.join(format!("run-{k}.model-st1000dm003.json")),
+                v.to_string(),
+            )
+            .unwrap();
+        }
+    }
+    let md = render(dir);
+    assert!(md.contains("**0 of 1 comparisons decided**"), "{md}");
+    let v = verdict_of(&md, "w");
+    // Every round judged: the replay's state of run 2 decides nothing.
+    assert!(
+        v.contains("undecided within the budget: a 1.50× (6 rounds"),
+        "{v}"
+    );
+    assert!(
+        md.contains("the anytime-valid confidence sequence of the median log-ratio"),
+        "{md}"
+    );
+    assert!(md.contains("at least 7 rounds to bound one"), "{md}");
+    let states = &md[md.find("## Drive states").unwrap()..md.find("## Method").unwrap()];
+    assert!(
+        states.contains("so the states below are the replays'"),
+        "{states}"
+    );
+    assert!(
+        states.contains("they do not enter the verdicts"),
+        "{states}"
+    );
+    assert!(
+        line_with(states, "| w |").contains("| 1 of 6 ("),
+        "{states}"
+    );
+    // The replays' own verdict is the mean's on matching states: round 2 set aside.
+    let modelled = &md[md.find("## Modelled on the drive").unwrap()..];
+    assert!(
+        line_with(modelled, "- **w**: ").contains("5 of 6 rounds"),
+        "{modelled}"
+    );
+}
+
+/// A budget run's tables count each target's runs: rounds a comparison stopped before are
+/// no failures ("3", not "3/8: run 4: —; …").
+#[test]
+fn a_budget_runs_tables_count_runs_without_the_rounds_never_needed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let base: Vec<u64> = vec![1000; 8];
+    totals_fixture(
+        dir,
+        "emulated",
+        "w",
+        &[("minfs", &base), ("a", &CLEAR_SLOWER[..4]), ("b", &base)],
+    );
+    fs::write(
+        dir.join("compare.json"),
+        json!({"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 8,
+               "device": "emulated", "stopping": "budget", "budget_s": 900})
+        .to_string(),
+    )
+    .unwrap();
+    own_states(dir);
+    let md = render(dir);
+    let table = &md[md.find("## w\n").unwrap()..];
+    assert!(line_with(table, "| a |").ends_with("| 4 |"), "{table}");
+    assert!(line_with(table, "| minfs |").ends_with("| 8 |"), "{table}");
+    assert!(!md.contains("run 5: —"), "{md}");
+    assert!(!md.contains("/8"), "{md}");
+}
+
+/// Bug: "What needs no model: each target's Cannyls block size (…), and" ended there when
+/// the traces counted no partial-sector writes (the table it led into was empty).
+#[test]
+fn what_needs_no_model_is_a_whole_sentence_without_the_trace_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    rounds_fixture(
+        dir,
+        "w",
+        &[
+            ("minfs", 4096, vec![Some(1000); 2]),
+            ("ext4", 512, vec![Some(1100); 2]),
+        ],
+    );
+    for k in 1..=2 {
+        add_model(dir, "w", "minfs", k, 1000, 4096, &json!({}));
+        add_model(dir, "w", "ext4", k, 1100, 512, &json!({}));
+    }
+    let md = render(dir);
+    assert!(
+        md.contains(
+            "What needs no model: each target's Cannyls block size (minfs 4096, ext4 512).\n"
+        ),
+        "{md}"
+    );
+    assert!(!md.lines().any(|l| l.trim_end().ends_with(", and")), "{md}");
+}
+
+/// The committed comparisons, rendered as `minfs-bench report` renders them (in memory:
+/// nothing under results/ is written): every interval printed in the table at the top gives
+/// the verdict its mark says (rounded outward, with the digits that takes: no "slower 1.05×
+/// [1.00–1.05]"), and each comparison's estimate is the same figure in the table at the top,
+/// the table of its workload and the block-size split. Directories written by earlier
+/// versions of the runner render too.
+#[test]
+fn committed_reports_print_intervals_that_agree_with_their_marks_and_one_estimate_each() {
+    use bencher_workloads::compare::{self, stats, summary::SetupFacts, Judged};
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../results");
+    for name in [
+        "2026-11-28-vm-emulated-default-13",
+        "2026-11-28-vm-emulated-rest-3",
+        "2026-11-27-vm-loop-budget",
+        "2026-11-26-vm-loop-default",
+    ] {
+        let dir = Path::new(root).join(name);
+        let cmp = compare::load(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let judged = Judged::of(&cmp);
+        let setup = fs::read_to_string(dir.join("SETUP.md")).unwrap_or_default();
+        let md = compare::render::markdown(&cmp, &judged, &SetupFacts::parse(&setup));
+        let head = line_with(&md, "| Workload |");
+        let names: Vec<&str> = head.trim_matches('|').split(" | ").map(str::trim).collect();
+        let top = &md[md.find(head).unwrap()..md.find("## Verdicts").unwrap()];
+        let mut cells = 0;
+        for row in top.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            let parts: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            let w = parts[0];
+            for (t, cell) in names[1..].iter().zip(&parts[1..]) {
+                if *cell == "—" {
+                    continue;
+                }
+                cells += 1;
+                let mut words = cell.splitn(3, ' ');
+                let estimate: f64 = words.next().unwrap().parse().unwrap();
+                let mark = words.next().unwrap();
+                if let Some(iv) = words.next() {
+                    let iv = iv.trim_start_matches('[').trim_end_matches(']');
+                    let (lo, hi) = iv.split_once('–').unwrap();
+                    let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+                    let want = stats::region(lo, hi).mark(stats::side(lo, hi));
+                    assert_eq!(mark, want, "{name} {w} {t}: {cell}");
+                    assert!(lo <= estimate && estimate <= hi, "{name} {w} {t}: {cell}");
+                } else {
+                    assert!(mark.starts_with('?'), "{name} {w} {t}: {cell}");
+                }
+                // The same estimate in the workload's own table.
+                let table = &md[md.find(&format!("\n## {w}\n")).unwrap()..];
+                let ratio: f64 = line_with(table, &format!("| {t} |"))
+                    .split(" | ")
+                    .nth(2)
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!(
+                    (ratio - estimate).abs() <= 0.005 + 1e-9,
+                    "{name} {w} {t}: {ratio} against {cell}"
+                );
+                // And in the block-size split, word for word.
+                if let Some(split) = md.find("## Block size or file system") {
+                    let split = &md[split
+                        ..md[split..]
+                            .find("Modelled on")
+                            .map_or(md.len(), |i| split + i)];
+                    if let Some(r) = split
+                        .lines()
+                        .find(|l| l.starts_with(&format!("| {w} | {t} |")))
+                    {
+                        assert_eq!(r.split(" | ").nth(2).unwrap(), *cell, "{name} {w} {t}");
+                    }
+                }
+            }
+        }
+        assert!(cells >= 2, "{name}: {cells} cells");
+    }
 }

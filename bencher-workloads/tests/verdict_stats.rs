@@ -1,45 +1,49 @@
-//! The report's verdicts on noise measured on this machine (docs/COMPARISON.md, "The verdict"
-//! and "How the default run is sized").
+//! The report's verdicts on rounds measured on this machine (docs/COMPARISON.md, "What each
+//! verdict assumes" and "How the default run is sized").
 //!
-//! **Budget runs** (`minfs-bench compare`'s default: each comparison stopped once decided,
-//! judged by a confidence sequence, `src/compare/sequential.rs`; each round after the 4th
-//! given to the comparisons nearest a verdict, `src/compare/allocate.rs`), simulated as the
-//! runner runs them — in time: the default's 15-minute budget spent at the run times measured
-//! in the default's runs on that device, round after round, each round fitted to the budget
-//! left by the runner's own `allocate::fit_round` and shared out by its own
-//! `allocate::allocate`, each comparison judged after each of its rounds at 0.05/M and closed
-//! once decided:
+//! **Budget runs** (`minfs-bench compare`'s default: each comparison judged after each of its
+//! rounds by the report's own rule — the rounds whose two runs took the same drive state fed
+//! to a confidence sequence, `src/compare/verdict.rs` and `sequential.rs` — and stopped once its
+//! interval lies inside one of the three regions; each round after the 4th given to the
+//! comparisons nearest a verdict, `src/compare/allocate.rs`), simulated as the runner runs
+//! them, on **each comparison's own measured rounds**: the default's runs on the emulated drive
+//! (`tests/data/rounds-emulated.json`, `scripts/size-default.py DIR... --rounds-data FILE`:
+//! every round of every comparison as measured, with the state each run took), drawn with
+//! replacement, not pooled across comparisons and not mirrored, each shifted so that the true
+//! ratio — the mean log-ratio of the rounds the rule judges — is the one the test sets:
 //!
-//! - equal targets are called slower or faster in at most 5 % of simulated reports, on the
-//!   emulated drive and on the loop device;
-//! - a 15 % difference is decided (slower) within the budget in at least 90 % of reports on
-//!   the emulated drive (the default device; on the loop device, far noisier per round, it
-//!   is not: an ignored test says how often it is);
-//! - without the correction — a fixed-count interval looked at after every round, stopping
-//!   when it excludes 1 — equal targets are called different in more than 5 % of reports.
+//! - per comparison, alone, up to the runner's most rounds, at true ratios of 1, 0.95, 1.05
+//!   and 1.15: a false call (a verdict or a "slower"/"faster" beside it that the true ratio
+//!   contradicts) in at most the nominal share 0.05/24;
+//! - per report, the runner's loop in time (the 15-minute budget at the run times measured,
+//!   `allocate::fit_round` and `allocate::allocate` as the runner calls them) with every
+//!   comparison at one true ratio: a false call anywhere in at most 5 % of reports;
+//! - a 15 % difference decided within the budget in at least 90 % of simulated default runs;
+//! - the rule before this one (every round judged, a comparison stopped when its interval first
+//!   lay inside ±5 % or excluded 1) calls falsely far above the nominal share on XFS's
+//!   rand-oldest-1m rounds, as does the present rule with the states ignored.
+//!
+//! A round is drawn as a smoothed bootstrap: a measured round's residual plus a normal jitter
+//! of Silverman's bandwidth, shrunk to the rounds' own variance. Without the jitter a
+//! comparison with a few dozen measured rounds gives the same value in two or three draws now
+//! and then, a spread of zero that no real pair of runs has, and an interval of no width.
 //!
 //! **Fixed-count runs** (`--runs N`: the Wilcoxon signed-rank interval, all rounds run) at 18
-//! rounds of 24 comparisons on the loop device: the same family-wise rate, a 20 % difference
-//! found, ±5 % resolution.
-//!
-//! A comparison's per-round log-ratios are drawn, with replacement, from residuals of runs on
-//! this machine — the default's own runs on the emulated drive
-//! (`tests/data/budget-emulated.json`), its budget on the loop device
-//! (`tests/data/budget-loop.json`, `--device loop`), both with the run times
-//! (`scripts/size-default.py DIR... --budget-data FILE`), and, for the fixed-count case, the
-//! pilots on the loop device (`tests/data/noise-loop.json`): per comparison, each round's
-//! log-ratio minus the comparison's mean — so the noise has the machine's shape, heavy tails
-//! included, and not a normal law's; in a budget run each comparison keeps its own measured
-//! deviation, run time and (unless the test sets it) mean ratio.
+//! rounds of 24 comparisons on the loop device's pilots (`tests/data/noise-loop.json`): the
+//! family-wise rate, a 20 % difference found, ±5 % resolution.
 
 use std::time::Duration;
 
-use bencher_workloads::compare::allocate;
-use bencher_workloads::compare::sequential;
+use bencher_workloads::compare::states::State;
 use bencher_workloads::compare::stats::{self, Judgement};
+use bencher_workloads::compare::verdict::{self, Method, Sequence};
+use bencher_workloads::compare::{allocate, defaults, sequential};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use statrs::distribution::{ContinuousCDF, StudentsT};
+
+// ---------------------------------------------------------------------------------------------
+// Fixed-count runs.
 
 /// The fixed-count case checked below: `--runs 18`, 24 comparisons (the loop device's earlier
 /// default, sized in docs/COMPARISON.md).
@@ -47,27 +51,33 @@ fn fixed_size() -> (usize, usize) {
     (24, 18)
 }
 
-/// The measured noise: each comparison's standard deviation of its per-round log-ratios, and
-/// the shape of the noise — every residual divided by its comparison's deviation (and scaled by
-/// √(n/(n − 1)), to unit variance), pooled. A simulated comparison takes one measured deviation
-/// and draws its rounds from the pooled shape: the comparisons differ in noise as the measured
-/// ones did, and their noise has the machine's shape. (A comparison's handful of residuals
-/// alone is too few to draw from: it would often give the same value every round, an interval
-/// of no width.)
+/// The loop pilots' noise: each comparison's standard deviation of its per-round log-ratios,
+/// and every residual divided by its comparison's deviation (scaled by √(n/(n − 1)) to unit
+/// variance), pooled — the fixed-count check predates per-comparison rounds and keeps its
+/// data.
 fn noise(file: &str) -> (Vec<f64>, Vec<f64>) {
-    let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = json(file);
     let (mut sds, mut shape) = (Vec::new(), Vec::new());
     for c in v["residuals"].as_array().unwrap() {
-        if c.as_array().unwrap().len() < 2 {
+        let r = floats(c);
+        if r.len() < 2 {
             continue;
         }
-        let (sd, s) = standardised(&floats(c));
+        let n = r.len() as f64;
+        let sd = (r.iter().map(|x| x * x).sum::<f64>() / (n - 1.0)).sqrt();
+        if sd <= 0.0 {
+            continue;
+        }
         sds.push(sd);
-        shape.extend(s);
+        shape.extend(r.iter().map(|x| x / sd * (n / (n - 1.0)).sqrt()));
     }
     (sds, shape)
+}
+
+fn json(file: &str) -> serde_json::Value {
+    let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap()
 }
 
 /// A JSON array of numbers.
@@ -79,39 +89,16 @@ fn floats(v: &serde_json::Value) -> Vec<f64> {
         .collect()
 }
 
-/// One comparison's residuals (at least 2): their standard deviation, and each divided by it
-/// and scaled by √(n/(n − 1)) to unit variance (none if they are all 0).
-fn standardised(r: &[f64]) -> (f64, Vec<f64>) {
-    let n = r.len() as f64;
-    let sd = (r.iter().map(|x| x * x).sum::<f64>() / (n - 1.0)).sqrt();
-    if sd <= 0.0 {
-        return (sd, Vec::new());
-    }
-    (
-        sd,
-        r.iter().map(|x| x / sd * (n / (n - 1.0)).sqrt()).collect(),
-    )
-}
-
-/// The shape for the same target twice: `shape` and its mirror image. The log-ratio of two
-/// runs of one target in one round is symmetric about 0 (the two runs are exchangeable); the
-/// measured residuals, from different targets against minfs, need not be (one of the two may
-/// have occasional slow runs the other has not).
-fn symmetric((sds, shape): (Vec<f64>, Vec<f64>)) -> (Vec<f64>, Vec<f64>) {
-    let mirror: Vec<f64> = shape.iter().map(|x| -x).collect();
-    (sds, shape.into_iter().chain(mirror).collect())
-}
-
-/// One simulated report: `m` comparisons of `n` rounds each, comparison `i` with a true
-/// log-ratio `shift(i)` and a measured deviation drawn from `sds`, its rounds' noise from
-/// `shape`. Returns each comparison's judgement and its interval's half-width (log scale).
+/// One simulated fixed-count report: `m` comparisons of `n` rounds each, comparison `i` with a
+/// true log-ratio `shift(i)` and a measured deviation drawn from `sds`, its rounds' noise from
+/// `shape`. Each comparison's interval and its verdict.
 fn report(
     rng: &mut ChaCha8Rng,
     (sds, shape): &(Vec<f64>, Vec<f64>),
     m: usize,
     n: usize,
     shift: impl Fn(usize) -> f64,
-) -> Vec<(Judgement, f64)> {
+) -> Vec<(stats::Interval, Judgement)> {
     let conf = stats::confidence(m);
     let mut pick = |v: &[f64]| v[(rng.next_u64() % v.len() as u64) as usize];
     (0..m)
@@ -122,7 +109,7 @@ fn report(
                 .map(|_| Some((shift(i) + sd * pick(shape)).exp()))
                 .collect();
             let iv = stats::paired_interval(&target, &base, conf).unwrap();
-            (stats::judge(&iv), (iv.high / iv.low).ln() / 2.0)
+            (iv, stats::judge(&iv))
         })
         .collect()
 }
@@ -132,22 +119,30 @@ const TRIALS: usize = 2000;
 #[test]
 fn equal_targets_are_judged_equal_in_95_percent_of_reports() {
     let (m, n) = fixed_size();
-    let noise = symmetric(noise("noise-loop.json"));
+    // The same target twice: the pooled shape and its mirror image (two runs of one target
+    // in one round are exchangeable, so their log-ratio is symmetric about 0).
+    let (sds, shape) = noise("noise-loop.json");
+    let mirrored: Vec<f64> = shape
+        .iter()
+        .chain(shape.iter())
+        .enumerate()
+        .map(|(i, x)| if i < shape.len() { *x } else { -x })
+        .collect();
+    let noise = (sds, mirrored);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let wrong = (0..TRIALS)
         .filter(|_| {
             report(&mut rng, &noise, m, n, |_| 0.0)
                 .iter()
-                .any(|(j, _)| matches!(j, Judgement::Slower | Judgement::Faster))
+                .any(|(i, j)| is_false(Claim::of(*j, i.low, i.high), 0.0))
         })
         .count();
     let share = wrong as f64 / TRIALS as f64;
-    eprintln!("equal targets: {wrong} of {TRIALS} reports called one slower or faster ({m} comparisons, {n} rounds)");
-    // 95 % at least, less three standard errors of the simulation (±0.5 % at 2,000 trials).
+    eprintln!("equal targets: {wrong} of {TRIALS} reports with a false call ({m} comparisons, {n} rounds)");
     assert!(
-        share <= 0.05 + 3.0 * (0.05f64 * 0.95 / TRIALS as f64).sqrt(),
+        share <= five_percent(TRIALS),
         "{wrong} of {TRIALS} reports ({m} comparisons, {n} rounds) called an equal target \
-         slower or faster"
+         different"
     );
 }
 
@@ -166,8 +161,8 @@ fn a_20_percent_difference_is_found_and_5_percent_is_the_resolution() {
                 0.0
             }
         });
-        found += usize::from(r[0].0 == Judgement::Slower);
-        half_widths.extend(r.iter().map(|x| x.1));
+        found += usize::from(r[0].1 == Judgement::Slower);
+        half_widths.extend(r.iter().map(|x| (x.0.high / x.0.low).ln() / 2.0));
     }
     assert!(
         found as f64 >= 0.95 * TRIALS as f64,
@@ -181,88 +176,210 @@ fn a_20_percent_difference_is_found_and_5_percent_is_the_resolution() {
     );
     assert!(
         median <= 1.05f64.ln(),
-        "median interval half-width {:.3} (log) is wider than 5 % ({m} comparisons, {n} rounds)",
-        median
+        "median interval half-width {median:.3} (log) is wider than 5 % ({m} comparisons, {n} rounds)"
     );
 }
 
-/// How a simulated budget run judges a comparison after each round.
-#[derive(Clone, Copy, Debug)]
-enum Rule {
-    /// The runner's: the confidence sequence at 0.05/M.
-    Sequence,
-    /// Without the correction: Student's t interval at 1 − 0.05/M over the rounds so far, as if
-    /// their number had been fixed, looked at after every round.
-    Peeking,
-    /// The runner's verdict, but every open comparison runs every round (no
-    /// `allocate::allocate`): the runner before 2026-11-28.
-    EveryRound,
+// ---------------------------------------------------------------------------------------------
+// What a verdict claims, and when the truth contradicts it.
+
+/// The ±5 % margin on the log scale.
+fn margin() -> f64 {
+    (1.0 + stats::EQUIVALENCE_MARGIN).ln()
 }
 
-/// The verdict of `rule` on the rounds `d` of a report of `m` comparisons.
-fn judge_by(rule: Rule, d: &[f64], m: usize) -> Judgement {
-    match rule {
-        Rule::Sequence | Rule::EveryRound => sequential::judge_rounds(d, sequential::alpha(m)),
-        Rule::Peeking => {
-            let n = d.len();
-            if n < 2 {
-                return Judgement::Undecided;
-            }
-            let mean = d.iter().sum::<f64>() / n as f64;
-            let sd =
-                (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
-            let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
-                .unwrap()
-                .inverse_cdf(1.0 - sequential::alpha(m) / 2.0);
-            let h = t * sd / (n as f64).sqrt();
-            stats::judge(&stats::Interval {
-                ratio: mean.exp(),
-                low: (mean - h).exp(),
-                high: (mean + h).exp(),
-                rounds: n,
-            })
+/// What a decided comparison claims of its true log-ratio.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Claim {
+    /// The interval lies above 1.05 (the report's "slower by more than 5 %").
+    Above5,
+    /// Below 1/1.05.
+    Below5,
+    /// Inside the margin; with `side`, also above (1) or below (−1) 1.
+    Within {
+        side: i8,
+    },
+    /// Before this issue: "slower" for an interval above 1, "faster" below 1.
+    Above1,
+    Below1,
+}
+
+impl Claim {
+    /// The claim of the report's verdict `j` on an interval from `low` to `high` (ratios);
+    /// `None` while undecided.
+    fn of(j: Judgement, low: f64, high: f64) -> Option<Claim> {
+        match j {
+            Judgement::Slower => Some(Claim::Above5),
+            Judgement::Faster => Some(Claim::Below5),
+            Judgement::Equal => Some(Claim::Within {
+                side: match stats::side(low, high) {
+                    Some(stats::Side::Slower) => 1,
+                    Some(stats::Side::Faster) => -1,
+                    None => 0,
+                },
+            }),
+            Judgement::Undecided => None,
         }
     }
 }
 
-/// A device's default budget run as measured (`tests/data/budget-*.json`, written by
-/// `scripts/size-default.py DIR... --budget-data FILE` from the default's runs there): the
-/// budget, the time before round 1, and per workload minfs's time per run and per target its
-/// time per run, its mean log-ratio and its noise.
-#[derive(Clone)]
-struct Device {
-    budget: f64,
-    before: f64,
-    workloads: Vec<Workload>,
-    /// The pooled shape of the noise: every residual divided by its comparison's deviation
-    /// (scaled to unit variance), as in [`noise`].
-    shape: Vec<f64>,
+/// Whether `claim` is false for the true log-ratio `truth` (the ends of the margin belong to
+/// "within"). No claim is never false.
+fn is_false(claim: Option<Claim>, truth: f64) -> bool {
+    let m = margin();
+    let eps = 1e-12;
+    match claim {
+        None => false,
+        Some(Claim::Above5) => truth <= m + eps,
+        Some(Claim::Below5) => truth >= -m - eps,
+        Some(Claim::Within { side }) => {
+            truth < -m - eps
+                || truth > m + eps
+                || (side > 0 && truth <= 0.0)
+                || (side < 0 && truth >= 0.0)
+        }
+        Some(Claim::Above1) => truth <= 0.0,
+        Some(Claim::Below1) => truth >= 0.0,
+    }
 }
 
-#[derive(Clone)]
-struct Workload {
-    name: String,
-    /// The scale its runs had (`None` in data written before size-default.py recorded it).
-    scale: Option<f64>,
-    baseline: f64,
-    targets: Vec<Target>,
+// ---------------------------------------------------------------------------------------------
+// The measured rounds.
+
+/// One measured round of a comparison: its log-ratio and the two runs' states.
+#[derive(Clone, Copy, Debug)]
+struct Round {
+    d: f64,
+    target: Option<State>,
+    base: Option<State>,
 }
 
 #[derive(Clone)]
 struct Target {
     name: String,
     cost: f64,
-    effect: f64,
-    sd: f64,
+    rounds: Vec<Round>,
+}
+
+/// What a rule's rounds estimate: the mean log-ratio of the rounds whose states match, of every
+/// round, or the median of every round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Estimand {
+    MatchedMean,
+    Mean,
+    Median,
+}
+
+impl Target {
+    /// The rounds the estimand is of.
+    fn of(&self, e: Estimand) -> Vec<f64> {
+        self.rounds
+            .iter()
+            .filter(|r| e != Estimand::MatchedMean || judged(r))
+            .map(|r| r.d)
+            .collect()
+    }
+
+    /// The smoothed bootstrap for estimand `e`: the jitter's bandwidth (Silverman's: 0.9 ·
+    /// min(sd, IQR/1.34) · n^(−1/5), on the rounds `e` is of) and the factor that gives the
+    /// jittered rounds their measured variance.
+    fn smoothing(&self, e: Estimand) -> (f64, f64) {
+        let d = self.of(e);
+        let n = d.len();
+        if n < 2 {
+            return (0.0, 1.0);
+        }
+        let mean = d.iter().sum::<f64>() / n as f64;
+        let mut r: Vec<f64> = d.iter().map(|x| x - mean).collect();
+        let sd = (r.iter().map(|x| x * x).sum::<f64>() / (n - 1) as f64).sqrt();
+        r.sort_by(f64::total_cmp);
+        let iqr = r[3 * n / 4] - r[n / 4];
+        let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
+        let h = 0.9 * spread * (n as f64).powf(-0.2);
+        let shrink = if sd > 0.0 {
+            1.0 / (1.0 + h * h / (sd * sd)).sqrt()
+        } else {
+            1.0
+        };
+        (h, shrink)
+    }
+
+    /// The value that, taken from every round before the jitter, gives the simulated rounds
+    /// estimand `e` exactly 0: the mean of the rounds it is of, or the median of the smoothed
+    /// law of every round (the c at which the rounds' jittered values fall below c half the
+    /// time).
+    fn centre(&self, e: Estimand) -> f64 {
+        let d = self.of(e);
+        if e != Estimand::Median {
+            return d.iter().sum::<f64>() / d.len() as f64;
+        }
+        let (h, _) = self.smoothing(e);
+        let below = |c: f64| {
+            d.iter()
+                .map(|x| {
+                    if h > 0.0 {
+                        let z = (c - x) / h;
+                        0.5 * (1.0 + statrs::function::erf::erf(z / std::f64::consts::SQRT_2))
+                    } else if *x < c {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                })
+                .sum::<f64>()
+                / d.len() as f64
+        };
+        let (mut lo, mut hi) = (-10.0, 10.0);
+        for _ in 0..200 {
+            let mid = (lo + hi) / 2.0;
+            if below(mid) < 0.5 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo + hi) / 2.0
+    }
+}
+
+fn judged(r: &Round) -> bool {
+    bencher_workloads::compare::verdict::judged_round(r.target, r.base)
+}
+
+#[derive(Clone)]
+struct Workload {
+    name: String,
+    scale: Option<f64>,
+    baseline: f64,
+    targets: Vec<Target>,
+}
+
+/// A device's default budget run as measured: the budget, the time before round 1, and per
+/// workload minfs's time per run and per target its time per run and its rounds.
+#[derive(Clone)]
+struct Device {
+    budget: f64,
+    before: f64,
+    workloads: Vec<Workload>,
+    /// The report's method for these rounds: the mean's sequence on matching states where the
+    /// runs carry states, else the median's (`verdict::verdicts` chooses so).
+    method: Method,
+}
+
+fn state(v: &serde_json::Value) -> Option<State> {
+    match v.as_str() {
+        Some("cache") => Some(State::Cache),
+        Some("media") => Some(State::Media),
+        _ => None,
+    }
 }
 
 impl Device {
+    /// `tests/data/FILE`: `rounds` per target (`--rounds-data`), or, in the loop device's
+    /// data (`--budget-data`, no states), its `effect` plus each residual.
     fn load(file: &str) -> Device {
-        let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let mut shape = Vec::new();
-        let workloads = v["workloads"]
+        let v = json(file);
+        let workloads: Vec<Workload> = v["workloads"]
             .as_array()
             .unwrap()
             .iter()
@@ -275,23 +392,46 @@ impl Device {
                     .unwrap()
                     .iter()
                     .map(|t| {
-                        let (sd, s) = standardised(&floats(&t["residuals"]));
-                        shape.extend(s);
+                        let rounds = match t["rounds"].as_array() {
+                            Some(rs) => rs
+                                .iter()
+                                .map(|r| Round {
+                                    d: r[0].as_f64().unwrap(),
+                                    target: state(&r[1]),
+                                    base: state(&r[2]),
+                                })
+                                .collect(),
+                            None => {
+                                let e = t["effect"].as_f64().unwrap();
+                                floats(&t["residuals"])
+                                    .into_iter()
+                                    .map(|x| Round {
+                                        d: e + x,
+                                        target: None,
+                                        base: None,
+                                    })
+                                    .collect()
+                            }
+                        };
                         Target {
                             name: t["name"].as_str().unwrap().to_string(),
                             cost: t["cost_s"].as_f64().unwrap(),
-                            effect: t["effect"].as_f64().unwrap(),
-                            sd,
+                            rounds,
                         }
                     })
                     .collect(),
             })
             .collect();
+        let states = workloads
+            .iter()
+            .flat_map(|w: &Workload| &w.targets)
+            .flat_map(|t| &t.rounds)
+            .any(|r| r.target.is_some() || r.base.is_some());
         Device {
             budget: v["budget_s"].as_f64().unwrap(),
             before: v["before_round_1_s"].as_f64().unwrap(),
             workloads,
-            shape,
+            method: if states { Method::Mean } else { Method::Median },
         }
     }
 
@@ -299,48 +439,380 @@ impl Device {
         self.workloads.iter().map(|w| w.targets.len()).sum()
     }
 
-    /// The shape for the same target twice: `shape` and its mirror image ([`symmetric`]).
-    fn symmetric(mut self) -> Device {
-        let mirror: Vec<f64> = self.shape.iter().map(|x| -x).collect();
-        self.shape.extend(mirror);
-        self
+    fn ats(&self) -> Vec<At> {
+        (0..self.workloads.len())
+            .flat_map(|w| (0..self.workloads[w].targets.len()).map(move |t| (w, t)))
+            .collect()
+    }
+
+    fn target(&self, (w, t): At) -> &Target {
+        &self.workloads[w].targets[t]
+    }
+
+    fn name(&self, (w, t): At) -> String {
+        format!(
+            "{} {}",
+            self.workloads[w].name, self.workloads[w].targets[t].name
+        )
     }
 }
 
 /// A comparison's place in a [`Device`]: (workload, target).
 type At = (usize, usize);
 
+const EMULATED: &str = "rounds-emulated.json";
+const LOOP: &str = "budget-loop.json";
+
+// ---------------------------------------------------------------------------------------------
+// The rules.
+
+/// How a simulated comparison is judged after each round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rule {
+    /// The report's (and so the runner's): the rounds whose two runs took the same state, a
+    /// confidence sequence at 0.05/M, a verdict only inside one of three regions.
+    Report,
+    /// The same with the states ignored: every round judged.
+    NoStates,
+    /// The rule before this issue: every round judged by the same sequence, a comparison
+    /// stopped once its interval lay inside ±5 % ("within") or excluded 1 ("slower",
+    /// "faster"), whichever came first.
+    Before,
+    /// Without any correction: Student's t interval at 1 − 0.05/M over the rounds so far, as
+    /// if their number had been fixed, looked at after every round (the rule before's
+    /// regions).
+    Peeking,
+    /// The report's rule, every open comparison in every round (no `allocate::allocate`).
+    EveryRound,
+}
+
+impl Rule {
+    /// What the rule's verdicts are of, the report's judged by `method`.
+    fn estimand(self, method: Method) -> Estimand {
+        match (self, method) {
+            (Rule::Report | Rule::EveryRound, Method::Median) => Estimand::Median,
+            (Rule::Report | Rule::EveryRound, _) => Estimand::MatchedMean,
+            _ => Estimand::Mean,
+        }
+    }
+}
+
+/// One comparison's rounds so far, judged by a rule.
+#[derive(Clone)]
+enum Judge {
+    Report(Sequence),
+    Sequence(sequential::Running),
+    Peeking(Vec<f64>),
+}
+
+impl Judge {
+    fn new(rule: Rule, alpha: f64, method: Method) -> Judge {
+        match rule {
+            Rule::Report | Rule::EveryRound => Judge::Report(Sequence::new(alpha, method)),
+            Rule::NoStates | Rule::Before => Judge::Sequence(sequential::Running::new(alpha)),
+            Rule::Peeking => Judge::Peeking(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, r: Round) {
+        match self {
+            Judge::Report(s) => {
+                s.push(r.d, r.target, r.base);
+            }
+            Judge::Sequence(s) => s.push(r.d),
+            Judge::Peeking(v) => v.push(r.d),
+        }
+    }
+
+    /// The claim the rule makes now (`None`: undecided, go on), at `alpha`.
+    fn claim(&self, rule: Rule, alpha: f64) -> Option<Claim> {
+        let before = |i: stats::Interval| {
+            if i.low >= stats::margin_low() && i.high <= stats::margin_high() {
+                Some(Claim::Within { side: 0 })
+            } else if i.low > 1.0 {
+                Some(Claim::Above1)
+            } else if i.high < 1.0 {
+                Some(Claim::Below1)
+            } else {
+                None
+            }
+        };
+        match (self, rule) {
+            (Judge::Report(s), _) => {
+                let i = s.interval()?;
+                Claim::of(s.judge(), i.low, i.high)
+            }
+            (Judge::Sequence(s), Rule::NoStates) => {
+                let i = s.interval()?;
+                Claim::of(s.judge(), i.low, i.high)
+            }
+            (Judge::Sequence(s), _) => before(s.interval()?),
+            (Judge::Peeking(d), _) => {
+                let n = d.len();
+                if n < 2 {
+                    return None;
+                }
+                let mean = d.iter().sum::<f64>() / n as f64;
+                let sd = (d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64)
+                    .sqrt();
+                let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+                    .unwrap()
+                    .inverse_cdf(1.0 - alpha / 2.0);
+                let h = t * sd / (n as f64).sqrt();
+                before(stats::Interval {
+                    ratio: mean.exp(),
+                    low: (mean - h).exp(),
+                    high: (mean + h).exp(),
+                    rounds: n,
+                })
+            }
+        }
+    }
+
+    /// Rounds judged and pushed, and the projection the allocation prices by (as
+    /// `verdict::projections` gives the runner).
+    fn allocation(&self, alpha: f64, method: Method) -> (usize, Option<usize>) {
+        match self {
+            Judge::Report(s) => {
+                if s.judged().len() < allocate::ALLOCATE_FROM {
+                    return (s.judged().len(), None);
+                }
+                match verdict::project(s.judged(), s.paired(), alpha, method) {
+                    verdict::Projection::Rounds { total, .. } => (s.paired(), Some(total)),
+                    _ => (s.paired(), None),
+                }
+            }
+            Judge::Sequence(s) => (
+                s.rounds().len(),
+                sequential::projection(s.rounds(), alpha).and_then(|p| p.2),
+            ),
+            Judge::Peeking(d) => (d.len(), None),
+        }
+    }
+}
+
+/// Draws comparison `t`'s next round: a measured round (with its states) picked at random,
+/// moved so that the rule's true log-ratio is `truth`, with the smoothing jitter.
+struct Drawer {
+    centre: f64,
+    h: f64,
+    shrink: f64,
+}
+
+impl Drawer {
+    fn new(t: &Target, e: Estimand) -> Drawer {
+        let (h, shrink) = t.smoothing(e);
+        Drawer {
+            centre: t.centre(e),
+            h,
+            shrink,
+        }
+    }
+
+    fn draw(&self, rng: &mut ChaCha8Rng, t: &Target, truth: f64) -> Round {
+        let r = t.rounds[(rng.next_u64() % t.rounds.len() as u64) as usize];
+        Round {
+            d: truth + (r.d - self.centre + self.h * normal(rng)) * self.shrink,
+            ..r
+        }
+    }
+}
+
+/// A standard normal draw (Box–Muller).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1 = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let u2 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+// ---------------------------------------------------------------------------------------------
+// One comparison alone.
+
+/// The true ratios every comparison is checked at.
+const RATIOS: [f64; 4] = [1.0, 0.95, 1.05, 1.15];
+
+/// Over `trials` simulated runs of comparison `t` alone (up to the runner's most rounds,
+/// stopped once the rule decides) at the true ratio `ratio`: how many ended in a false call,
+/// and how many were decided.
+fn alone(
+    t: &Target,
+    rule: Rule,
+    method: Method,
+    ratio: f64,
+    trials: usize,
+    seed: u64,
+    alpha: f64,
+) -> (usize, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let drawer = Drawer::new(t, rule.estimand(method));
+    let truth = ratio.ln();
+    let (mut wrong, mut decided) = (0, 0);
+    for _ in 0..trials {
+        let mut j = Judge::new(rule, alpha, method);
+        for _ in 0..defaults::MAX_ROUNDS {
+            j.push(drawer.draw(&mut rng, t, truth));
+            if let Some(c) = j.claim(rule, alpha) {
+                decided += 1;
+                wrong += usize::from(is_false(Some(c), truth));
+                break;
+            }
+        }
+    }
+    (wrong, decided)
+}
+
+/// The bound a simulated share of `trials` whose true value is at most `p` is held to: `p`
+/// plus three standard errors of the simulation.
+fn at_most(p: f64, trials: usize) -> f64 {
+    p + 3.0 * (p * (1.0 - p) / trials as f64).sqrt()
+}
+
+/// The bound a simulated share is held to: 5 % plus three standard errors of the simulation.
+fn five_percent(trials: usize) -> f64 {
+    at_most(0.05, trials)
+}
+
+const ALONE_TRIALS: usize = 4000;
+
+/// Each comparison's false calls and decisions at each true ratio by `rule`, printed as the
+/// table docs/COMPARISON.md quotes; the comparisons whose false calls exceed the nominal share
+/// (plus three standard errors), with their figures.
+fn per_comparison(dev: &Device, rule: Rule, method: Method, ats: &[At]) -> Vec<String> {
+    let alpha = sequential::alpha(defaults::comparisons());
+    let bound = at_most(alpha, ALONE_TRIALS);
+    let mut over = Vec::new();
+    eprintln!(
+        "{rule:?} ({method:?}), each comparison alone (up to {} rounds), {ALONE_TRIALS} runs each: false \
+         calls % / decided % at true ratios {RATIOS:?} (nominal {:.2} %)",
+        defaults::MAX_ROUNDS,
+        alpha * 100.0
+    );
+    for &at in ats {
+        let t = dev.target(at);
+        let mut line = format!("| {} |", dev.name(at));
+        for (i, &ratio) in RATIOS.iter().enumerate() {
+            let (wrong, decided) =
+                alone(t, rule, method, ratio, ALONE_TRIALS, 100 + i as u64, alpha);
+            let share = wrong as f64 / ALONE_TRIALS as f64;
+            line.push_str(&format!(
+                " {:.2} / {:.0} |",
+                share * 100.0,
+                decided as f64 * 100.0 / ALONE_TRIALS as f64
+            ));
+            if share > bound {
+                over.push(format!(
+                    "{} at {ratio}: {:.2} %",
+                    dev.name(at),
+                    share * 100.0
+                ));
+            }
+        }
+        eprintln!("{line}");
+    }
+    over
+}
+
+/// The comparisons whose two levels no drive statistic of the committed runs tells apart: the
+/// destage timing of ext4 (and XFS on seq-4m) at Cannyls' block size 512 (docs/COMPARISON.md,
+/// "The kernel's time" and "What each verdict assumes"). Their rounds hold a second level in
+/// 4–40 % of rounds, the state of which is not in the read counters the report's states come
+/// from.
+const UNLABELLED: [(&str, &str); 3] = [("seq-256k", "ext4"), ("seq-4m", "ext4"), ("seq-4m", "xfs")];
+
+fn unlabelled(dev: &Device, (w, t): At) -> bool {
+    UNLABELLED.contains(&(
+        dev.workloads[w].name.as_str(),
+        dev.workloads[w].targets[t].name.as_str(),
+    ))
+}
+
+/// The issue's check, on every comparison whose states its rounds carry (all but
+/// [`UNLABELLED`]): false calls at most the nominal share 0.05/24 at every true ratio.
+#[test]
+fn each_comparison_calls_falsely_at_most_its_nominal_share() {
+    let dev = Device::load(EMULATED);
+    let ats: Vec<At> = dev
+        .ats()
+        .into_iter()
+        .filter(|&a| !unlabelled(&dev, a))
+        .collect();
+    let over = per_comparison(&dev, Rule::Report, dev.method, &ats);
+    assert!(over.is_empty(), "over the nominal share: {over:?}");
+}
+
+/// The same on the comparisons whose second level the committed runs' drive statistics do not
+/// label ([`UNLABELLED`]): not met — on such rounds the sequence, which assumes one normal
+/// law, calls falsely above its nominal share. Run with `--ignored` to see the figures.
+#[test]
+#[ignore = "not met: two levels no drive statistic labels (destage timing at block size 512); \
+            docs/COMPARISON.md, 'What each verdict assumes'"]
+fn comparisons_with_unlabelled_levels_call_falsely_at_most_their_nominal_share() {
+    let dev = Device::load(EMULATED);
+    let ats: Vec<At> = dev
+        .ats()
+        .into_iter()
+        .filter(|&a| unlabelled(&dev, a))
+        .collect();
+    let over = per_comparison(&dev, Rule::Report, dev.method, &ats);
+    assert!(over.is_empty(), "over the nominal share: {over:?}");
+}
+
+fn xfs_rand_oldest(dev: &Device) -> At {
+    dev.ats()
+        .into_iter()
+        .find(|&a| dev.name(a) == "rand-oldest-1m xfs")
+        .expect("rand-oldest-1m xfs in the data")
+}
+
+/// The rule before this issue, on XFS's rand-oldest-1m rounds (two states: in 28 of 141 runs
+/// its gets came from the drive's cache): false calls far above the nominal share.
+#[test]
+fn the_rule_before_calls_falsely_too_often_on_two_state_rounds() {
+    let dev = Device::load(EMULATED);
+    let over = per_comparison(&dev, Rule::Before, dev.method, &[xfs_rand_oldest(&dev)]);
+    assert!(!over.is_empty(), "the rule before held its nominal share");
+}
+
+/// The present rule with the states ignored, on the same rounds: also over — the states are
+/// what keeps it within its share.
+#[test]
+fn without_the_states_two_state_rounds_are_called_falsely_too_often() {
+    let dev = Device::load(EMULATED);
+    let over = per_comparison(&dev, Rule::NoStates, dev.method, &[xfs_rand_oldest(&dev)]);
+    assert!(
+        !over.is_empty(),
+        "every round judged held the nominal share"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runner's loop.
+
 /// One simulated budget run on `dev`, as `minfs-bench compare` runs it: rounds until the budget
 /// fits no further one (`allocate::fit_round` on the measured run times) or the default's most
 /// rounds are done, each round running minfs and the open comparisons — with the runner's
 /// rule, after the first `allocate::ALLOCATE_FROM` rounds only those `allocate::allocate` gives
 /// it — each comparison judged by `rule` after each of its rounds and closed once decided.
-/// Comparison `at` has the true log-ratio `effect(at)`, its measured deviation and rounds drawn
-/// from the pooled shape. Returns each comparison's verdict and the round it was decided at
-/// (0: never).
+/// Comparison `at` has the true log-ratio `truth(at)`. Returns each comparison's claim (`None`:
+/// undecided) and the round it was decided at (0: never).
 fn budget_run(
     rng: &mut ChaCha8Rng,
     dev: &Device,
+    drawers: &[Vec<Drawer>],
     rule: Rule,
-    effect: impl Fn(At) -> f64,
-) -> Vec<Vec<(Judgement, usize)>> {
+    truth: impl Fn(At) -> f64,
+) -> Vec<Vec<(Option<Claim>, usize)>> {
     let m = dev.comparisons();
     let alpha = sequential::alpha(m);
-    let mut pick = |v: &[f64]| v[(rng.next_u64() % v.len() as u64) as usize];
-    let mut rounds: Vec<Vec<sequential::Running>> = dev
+    let mut judges: Vec<Vec<Judge>> = dev
         .workloads
         .iter()
-        .map(|w| vec![sequential::Running::new(alpha); w.targets.len()])
+        .map(|w| vec![Judge::new(rule, alpha, dev.method); w.targets.len()])
         .collect();
-    let mut peeked: Vec<Vec<Vec<f64>>> = dev
+    let mut out: Vec<Vec<(Option<Claim>, usize)>> = dev
         .workloads
         .iter()
-        .map(|w| vec![Vec::new(); w.targets.len()])
-        .collect();
-    let mut out: Vec<Vec<(Judgement, usize)>> = dev
-        .workloads
-        .iter()
-        .map(|w| vec![(Judgement::Undecided, 0); w.targets.len()])
+        .map(|w| vec![(None, 0); w.targets.len()])
         .collect();
     let mut open: Vec<Vec<bool>> = dev
         .workloads
@@ -349,21 +821,21 @@ fn budget_run(
         .collect();
     let secs = Duration::from_secs_f64;
     let mut elapsed = dev.before;
-    for round in 1..=bencher_workloads::compare::defaults::MAX_ROUNDS as usize {
+    for round in 1..=defaults::MAX_ROUNDS as usize {
         let left = secs((dev.budget - elapsed).max(0.0));
         let mut waiting: Vec<At> = Vec::new();
-        if matches!(rule, Rule::Sequence) && round > allocate::ALLOCATE_FROM {
-            let ats: Vec<At> = (0..dev.workloads.len())
-                .flat_map(|w| (0..open[w].len()).map(move |t| (w, t)))
-                .filter(|&(w, t)| open[w][t])
-                .collect();
+        if !matches!(rule, Rule::EveryRound) && round > allocate::ALLOCATE_FROM {
+            let ats: Vec<At> = dev.ats().into_iter().filter(|&(w, t)| open[w][t]).collect();
             let items: Vec<allocate::Open> = ats
                 .iter()
-                .map(|&(w, t)| allocate::Open {
-                    workload: w,
-                    rounds: rounds[w][t].rounds().len(),
-                    needed: sequential::projection(rounds[w][t].rounds(), alpha).and_then(|p| p.2),
-                    cost: secs(dev.workloads[w].targets[t].cost),
+                .map(|&(w, t)| {
+                    let (rounds, needed) = judges[w][t].allocation(alpha, dev.method);
+                    allocate::Open {
+                        workload: w,
+                        rounds,
+                        needed,
+                        cost: secs(dev.workloads[w].targets[t].cost),
+                    }
                 })
                 .collect();
             let take = allocate::allocate(&items, |w| secs(dev.workloads[w].baseline), left);
@@ -415,23 +887,11 @@ fn budget_run(
                     .iter()
                     .position(|x| x.name == *name)
                     .unwrap();
-                let sd = dev.workloads[*w].targets[t].sd;
-                let x = effect((*w, t)) + sd * pick(&dev.shape);
-                // The runner's verdict, fed round by round (the same function as the report's:
-                // sequential::interval is this); the uncorrected one on all rounds so far.
-                let j = match rule {
-                    Rule::Sequence | Rule::EveryRound => {
-                        rounds[*w][t].push(x);
-                        rounds[*w][t].judge()
-                    }
-                    Rule::Peeking => {
-                        peeked[*w][t].push(x);
-                        judge_by(rule, &peeked[*w][t], m)
-                    }
-                };
-                if j != Judgement::Undecided {
+                let r = drawers[*w][t].draw(rng, &dev.workloads[*w].targets[t], truth((*w, t)));
+                judges[*w][t].push(r);
+                if let Some(c) = judges[*w][t].claim(rule, alpha) {
                     open[*w][t] = false;
-                    out[*w][t] = (j, round);
+                    out[*w][t] = (Some(c), round);
                 }
             }
         }
@@ -439,85 +899,107 @@ fn budget_run(
     out
 }
 
+fn drawers(dev: &Device, rule: Rule) -> Vec<Vec<Drawer>> {
+    let e = rule.estimand(dev.method);
+    dev.workloads
+        .iter()
+        .map(|w| w.targets.iter().map(|t| Drawer::new(t, e)).collect())
+        .collect()
+}
+
 const BUDGET_TRIALS: usize = 1000;
 
-/// The default budget run on the emulated drive (the default device) and on the loop device
-/// (`--device loop`, the same budget; its runs are far shorter and noisier per round).
-const EMULATED: &str = "budget-emulated.json";
-const LOOP: &str = "budget-loop.json";
-
-/// The share of simulated budget runs on `file` in which equal targets (every true ratio 1)
-/// are called slower or faster.
-fn false_calls(file: &str, rule: Rule, seed: u64) -> f64 {
-    let dev = Device::load(file).symmetric();
+/// The share of simulated budget runs on `file` with a false call anywhere, every comparison's
+/// true ratio `ratio`.
+fn false_reports(file: &str, rule: Rule, ratio: f64, seed: u64) -> f64 {
+    let dev = Device::load(file);
+    let dr = drawers(&dev, rule);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let wrong = (0..BUDGET_TRIALS)
-        .filter(|_| {
-            budget_run(&mut rng, &dev, rule, |_| 0.0)
-                .iter()
-                .flatten()
-                .any(|(j, _)| matches!(j, Judgement::Slower | Judgement::Faster))
-        })
-        .count();
+    let truth = ratio.ln();
+    let (mut wrong, mut decided) = (0, 0);
+    for _ in 0..BUDGET_TRIALS {
+        let r = budget_run(&mut rng, &dev, &dr, rule, |_| truth);
+        wrong += usize::from(r.iter().flatten().any(|(c, _)| is_false(*c, truth)));
+        decided += r.iter().flatten().filter(|(c, _)| c.is_some()).count();
+    }
     let share = wrong as f64 / BUDGET_TRIALS as f64;
     eprintln!(
-        "{file}, {rule:?}: equal targets called slower or faster in {wrong} of {BUDGET_TRIALS} \
-         budget runs ({} comparisons, {:.0} s)",
+        "{file}, {rule:?}, every true ratio {ratio}: a false call in {wrong} of {BUDGET_TRIALS} \
+         budget runs ({} comparisons, {:.0} s; {:.1} decided on average)",
         dev.comparisons(),
-        dev.budget
+        dev.budget,
+        decided as f64 / BUDGET_TRIALS as f64
     );
     share
 }
 
-/// The bound a simulated share is held to: 5 % plus three standard errors of the simulation.
-fn five_percent(trials: usize) -> f64 {
-    0.05 + 3.0 * (0.05f64 * 0.95 / trials as f64).sqrt()
+#[test]
+fn a_report_calls_falsely_in_at_most_5_percent_of_budget_runs_emulated() {
+    let shares: Vec<f64> = RATIOS
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| false_reports(EMULATED, Rule::Report, r, 11 + i as u64))
+        .collect();
+    assert!(
+        shares.iter().all(|&s| s <= five_percent(BUDGET_TRIALS)),
+        "{shares:?} at {RATIOS:?}"
+    );
 }
 
 #[test]
-fn budget_runs_call_equal_targets_different_in_at_most_5_percent_emulated() {
-    let share = false_calls(EMULATED, Rule::Sequence, 11);
-    assert!(share <= five_percent(BUDGET_TRIALS), "{share}");
-}
-
-#[test]
-fn budget_runs_call_equal_targets_different_in_at_most_5_percent_loop() {
-    let share = false_calls(LOOP, Rule::Sequence, 12);
-    assert!(share <= five_percent(BUDGET_TRIALS), "{share}");
+fn a_report_calls_falsely_in_at_most_5_percent_of_budget_runs_loop() {
+    // The loop device's rounds carry no states (a loop device has none).
+    let shares: Vec<f64> = RATIOS
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| false_reports(LOOP, Rule::Report, r, 21 + i as u64))
+        .collect();
+    assert!(
+        shares.iter().all(|&s| s <= five_percent(BUDGET_TRIALS)),
+        "{shares:?} at {RATIOS:?}"
+    );
 }
 
 #[test]
 fn peeking_at_a_fixed_count_interval_calls_equal_targets_different_too_often() {
     // The correction matters: the same runs judged by an interval that assumes its number of
     // rounds was fixed in advance.
-    let share = false_calls(EMULATED, Rule::Peeking, 13).max(false_calls(LOOP, Rule::Peeking, 14));
+    let share = false_reports(EMULATED, Rule::Peeking, 1.0, 13).max(false_reports(
+        LOOP,
+        Rule::Peeking,
+        1.0,
+        14,
+    ));
     assert!(share > five_percent(BUDGET_TRIALS), "{share}");
 }
 
-/// The share of simulated budget runs on `file` that decide a 15 % difference (slower): in
-/// each, one comparison drawn at random has a true ratio of 1.15 and the others their measured
-/// ratios, so the budget is spent as in the default's runs. Prints the median round it was
-/// decided at and the share by workload.
-fn fifteen_percent(file: &str, seed: u64) -> f64 {
-    let dev = Device::load(file);
-    let ats: Vec<At> = (0..dev.workloads.len())
-        .flat_map(|w| (0..dev.workloads[w].targets.len()).map(move |t| (w, t)))
-        .collect();
+/// The share of simulated budget runs on `file` that decide a 15 % difference (slower by more
+/// than 5 %): in each, one comparison drawn at random has a true ratio of 1.15 and the others
+/// their measured ratios, so the budget is spent as in the default's runs. Prints the median
+/// round it was decided at and the misses by comparison.
+fn fifteen_percent(file: &str, seed: u64, method: Option<Method>) -> f64 {
+    let mut dev = Device::load(file);
+    if let Some(m) = method {
+        dev.method = m;
+    }
+    let rule = Rule::Report;
+    let dr = drawers(&dev, rule);
+    let ats = dev.ats();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut at = Vec::new();
     let mut missed: Vec<usize> = vec![0; ats.len()];
     for _ in 0..BUDGET_TRIALS {
         let i = (rng.next_u64() % ats.len() as u64) as usize;
         let chosen = ats[i];
-        let r = budget_run(&mut rng, &dev, Rule::Sequence, |a| {
+        let r = budget_run(&mut rng, &dev, &dr, rule, |a| {
             if a == chosen {
                 1.15f64.ln()
             } else {
-                dev.workloads[a.0].targets[a.1].effect
+                dev.target(a).centre(rule.estimand(dev.method))
             }
         });
-        let (j, k) = r[chosen.0][chosen.1];
-        if j == Judgement::Slower {
+        let (c, k) = r[chosen.0][chosen.1];
+        if c == Some(Claim::Above5) {
             at.push(k);
         } else {
             missed[i] += 1;
@@ -529,11 +1011,12 @@ fn fifteen_percent(file: &str, seed: u64) -> f64 {
         .iter()
         .zip(&missed)
         .filter(|(_, n)| **n > 0)
-        .map(|(&(w, t), n)| format!("{w}/{}: {n}", dev.workloads[w].targets[t].name))
+        .map(|(&a, n)| format!("{}: {n}", dev.name(a)))
         .collect();
     eprintln!(
-        "{file}: a 15 % difference decided slower in {} of {BUDGET_TRIALS} budget runs (median \
-         round {median}; {} comparisons, {:.0} s); missed by workload/target: {}",
+        "{file} ({:?}): a 15 % difference decided slower in {} of {BUDGET_TRIALS} budget runs \
+         (median round {median}; {} comparisons, {:.0} s); missed: {}",
+        dev.method,
         at.len(),
         dev.comparisons(),
         dev.budget,
@@ -542,86 +1025,55 @@ fn fifteen_percent(file: &str, seed: u64) -> f64 {
     at.len() as f64 / BUDGET_TRIALS as f64
 }
 
-#[test]
-fn giving_rounds_to_the_comparisons_nearest_a_verdict_decides_more_in_the_budget() {
-    // The allocation's gain, on the default's own runs (each comparison at its measured ratio,
-    // deviation and run time): the mean count of comparisons a simulated default run decides,
-    // with the runner's allocation and with every open comparison run every round.
-    let dev = Device::load(EMULATED);
-    let decided = |rule: Rule| every_comparison_decided(&dev, dev.budget, rule, 31, 300).1;
-    let with = decided(Rule::Sequence);
-    let without = decided(Rule::EveryRound);
-    eprintln!(
-        "{EMULATED}: a default run decides {with:.2} of {} comparisons on average with the \
-         allocation, {without:.2} with every open comparison in every round",
-        dev.comparisons()
-    );
-    assert!(with > without, "{with} <= {without}");
-}
-
-/// The issue's target for the default (issue 36): on the emulated drive (the default device),
-/// a 15 % difference is decided within the default budget in at least 90 % of simulated runs.
+/// The issue's target for the default (issues 36, 48): on the emulated drive (the default
+/// device), a 15 % difference is decided within the default budget in at least 90 % of
+/// simulated runs.
 #[test]
 fn a_15_percent_difference_is_decided_within_the_default_budget() {
-    let share = fifteen_percent(EMULATED, 21);
+    let share = fifteen_percent(EMULATED, 31, None);
     assert!(share >= 0.9, "{share}");
+}
+
+/// Why the emulated drive's rounds are judged by the mean's sequence on matching states and
+/// not by the median's, which assumes nothing: on the same rounds the median's decides a 15 %
+/// difference within the default budget far less often (it bounds nothing before 12 rounds).
+#[test]
+fn the_medians_sequence_would_miss_the_15_percent_aim_on_the_emulated_drive() {
+    let share = fifteen_percent(EMULATED, 33, Some(Method::Median));
+    assert!(share < 0.9, "{share}");
+}
+
+/// The whole simulation table of docs/COMPARISON.md ("What each verdict assumes"): every
+/// comparison alone at every true ratio, by the report's rule (the mean's sequence on
+/// matching states), the same without the states, the rule before this issue and the
+/// median's sequence. Run with `--ignored --nocapture`.
+#[test]
+#[ignore = "prints the table of docs/COMPARISON.md; the checks are the tests above"]
+fn the_simulation_table() {
+    let dev = Device::load(EMULATED);
+    for (rule, method) in [
+        (Rule::Report, Method::Mean),
+        (Rule::NoStates, Method::Mean),
+        (Rule::Before, Method::Mean),
+        (Rule::Report, Method::Median),
+    ] {
+        per_comparison(&dev, rule, method, &dev.ats());
+    }
 }
 
 /// The same aim on the loop device (`--device loop`, the same budget): not met. Its rounds are
 /// short and their noise is large (a sd of 8–22 % per round at the default's scales,
-/// results/2026-11-27-vm-loop-budget; with the image in memory the same,
-/// results/2026-11-28-vm-loop-budget-shm). Run with `--ignored` to see the figure.
+/// results/2026-11-27-vm-loop-budget). Run with `--ignored` to see the figure.
 #[test]
 #[ignore = "not met on the loop device: its per-round noise at the default's scales is 8-22 %; \
             docs/COMPARISON.md, issue 36"]
 fn a_15_percent_difference_is_decided_within_the_default_budget_on_the_loop_device() {
-    let share = fifteen_percent(LOOP, 22);
+    let share = fifteen_percent(LOOP, 32, None);
     assert!(share >= 0.9, "{share}");
 }
 
-#[test]
-fn the_runner_decides_with_the_reports_rule() {
-    // compare::decide (what the runner calls after each round) on a directory gives the
-    // judgement sequential::judge_rounds gives on the same rounds.
-    use std::fs;
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(
-        dir.path().join("compare.json"),
-        r#"{"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 5, "stopping": "budget"}"#,
-    )
-    .unwrap();
-    let a = [1.30, 1.31, 1.29, 1.30, 1.32];
-    let b = [1.01, 0.97, 1.05, 0.99, 1.03];
-    for (t, ratios) in [("a", &a[..]), ("b", &b[..])] {
-        for (k, r) in ratios.iter().enumerate() {
-            for (target, total) in [("minfs", 1e9), (t, 1e9 * r)] {
-                let d = dir.path().join(format!("runs/w/{target}"));
-                fs::create_dir_all(&d).unwrap();
-                let mut report: serde_json::Value =
-                    serde_json::from_str(include_str!("data/hdd-mixed.run.json")).unwrap();
-                report["total_elapsed_ns"] = serde_json::json!(total as u64);
-                fs::write(d.join(format!("run-{}.json", k + 1)), report.to_string()).unwrap();
-            }
-        }
-    }
-    let cmp = bencher_workloads::compare::load(dir.path()).unwrap();
-    let decided = bencher_workloads::compare::decide(&cmp);
-    let alpha = sequential::alpha(2);
-    let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
-    assert_eq!(decided[0][0], None);
-    assert_eq!(
-        decided[0][1],
-        Some(sequential::judge_rounds(&ln(&a), alpha))
-    );
-    assert_eq!(
-        decided[0][2],
-        Some(sequential::judge_rounds(&ln(&b), alpha))
-    );
-    assert_eq!(decided[0][1], Some(Judgement::Slower));
-}
-
 /// Over `trials` simulated budget runs on `dev` by `rule` (each comparison at its measured
-/// ratio, deviation and run time) with the budget `budget` seconds: the share that decide every
+/// ratio, rounds and run time) with the budget `budget` seconds: the share that decide every
 /// comparison, and the mean count decided.
 fn every_comparison_decided(
     dev: &Device,
@@ -634,15 +1086,16 @@ fn every_comparison_decided(
         budget,
         ..dev.clone()
     };
+    let dr = drawers(&dev, rule);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut all, mut total) = (0, 0);
     for _ in 0..trials {
-        let n = budget_run(&mut rng, &dev, rule, |(w, t)| {
-            dev.workloads[w].targets[t].effect
+        let n = budget_run(&mut rng, &dev, &dr, rule, |a| {
+            dev.target(a).centre(rule.estimand(dev.method))
         })
         .iter()
         .flatten()
-        .filter(|(j, _)| *j != Judgement::Undecided)
+        .filter(|(c, _)| c.is_some())
         .count();
         total += n;
         all += usize::from(n == dev.comparisons());
@@ -650,24 +1103,31 @@ fn every_comparison_decided(
     (all as f64 / trials as f64, total as f64 / trials as f64)
 }
 
-/// The default's sizing (issue 36: scales, targets and budget chosen so that the default
-/// decides ext4 and XFS, at 512 and at 4096, against minfs on every workload inside the
-/// budget), checked on the default's own measured runs (`tests/data/budget-emulated.json`,
-/// which must be runs of the default's workloads, targets and scales, simulated at its
-/// budget): every comparison is decided in at least 90 % of simulated default runs. Not met
-/// (0 % at 15 minutes): XFS (and at 0.04 ext4) at Cannyls' block size 512 on rand-oldest-1m
-/// take the drive cache's second state in about one run in six, and ext4 at 512 on seq-256k
-/// and seq-4m vary 4–6 % per round; a larger scale and a budget of up to 30 minutes did not
-/// meet it either (docs/COMPARISON.md, "A larger scale and budget, tried"). Nor does any
-/// budget on these runs: XFS at 512 on rand-oldest-1m (0.97×, 6.6 % per round) needs about
-/// 90 rounds, more than the runner's 50 (`--max-rounds`), so the share levels off near 20 %
-/// (docs/COMPARISON.md, "No budget decides it"). Run with `--ignored` to see the figures,
-/// the same runs at longer budgets beside it.
 #[test]
-#[ignore = "not met: 0 % at 15 minutes on the default's runs; two-state comparisons at block \
-            size 512 (docs/COMPARISON.md, 'A larger scale and budget, tried'; issue 36)"]
+fn giving_rounds_to_the_comparisons_nearest_a_verdict_decides_more_in_the_budget() {
+    // The allocation's gain, on the default's own rounds (each comparison at its measured
+    // ratio, rounds and run time): the mean count of comparisons a simulated default run
+    // decides, with the runner's allocation and with every open comparison run every round.
+    let dev = Device::load(EMULATED);
+    let decided = |rule: Rule| every_comparison_decided(&dev, dev.budget, rule, 41, 300).1;
+    let with = decided(Rule::Report);
+    let without = decided(Rule::EveryRound);
+    eprintln!(
+        "{EMULATED}: a default run decides {with:.2} of {} comparisons on average with the \
+         allocation, {without:.2} with every open comparison in every round",
+        dev.comparisons()
+    );
+    assert!(with > without, "{with} <= {without}");
+}
+
+/// The default's sizing (issue 36: every comparison decided inside the budget in at least 90 %
+/// of default runs), on the default's own measured rounds, which must be runs of the default's
+/// workloads, targets and scales: not met. Run with `--ignored` to see the figures, the same
+/// rounds at longer budgets beside it.
+#[test]
+#[ignore = "not met: comparisons near the ends of the ±5 % margin need far more rounds than \
+            the budget holds (docs/COMPARISON.md, 'No budget decides it'; issue 36)"]
 fn the_default_decides_every_comparison_within_its_budget() {
-    use bencher_workloads::compare::defaults;
     let dev = Device::load(EMULATED);
     assert_eq!(
         dev.budget,
@@ -690,8 +1150,8 @@ fn the_default_decides_every_comparison_within_its_budget() {
         let targets: Vec<&str> = w.targets.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(targets, defaults::TARGETS[1..], "{EMULATED}: {}", w.name);
     }
-    let trials = 500;
-    let (share, mean) = every_comparison_decided(&dev, dev.budget, Rule::Sequence, 41, trials);
+    let trials = 300;
+    let (share, mean) = every_comparison_decided(&dev, dev.budget, Rule::Report, 51, trials);
     eprintln!(
         "{EMULATED}: every one of {} comparisons decided in {:.1} % of {trials} simulated \
          default runs ({:.0} s; {mean:.2} decided on average)",
@@ -699,11 +1159,69 @@ fn the_default_decides_every_comparison_within_its_budget() {
         100.0 * share,
         dev.budget
     );
-    for budget in [1200.0, 1500.0, 1800.0, 2700.0, 3600.0, 5400.0] {
-        let (s, m) = every_comparison_decided(&dev, budget, Rule::Sequence, 41, trials);
+    for budget in [1800.0, 3600.0] {
+        let (s, m) = every_comparison_decided(&dev, budget, Rule::Report, 51, trials);
         eprintln!("  at {budget:.0} s: {:.1} % ({m:.2} on average)", 100.0 * s);
     }
     assert!(share >= 0.9, "{share}");
+}
+
+#[test]
+fn the_runner_decides_with_the_reports_rule() {
+    // compare::decide (what the runner calls after each round) on a directory gives the
+    // judgement the report's sequence gives on the same rounds: the mean's where the runs
+    // carry the emulator's statistics, the median's where not.
+    use std::fs;
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("compare.json"),
+        r#"{"workloads": ["w"], "targets": ["minfs", "a", "b"], "runs": 5, "stopping": "budget"}"#,
+    )
+    .unwrap();
+    let a = [1.30, 1.31, 1.29, 1.30, 1.32];
+    let b = [1.01, 0.97, 1.05, 0.99, 1.03];
+    for (t, ratios) in [("a", &a[..]), ("b", &b[..])] {
+        for (k, r) in ratios.iter().enumerate() {
+            for (target, total) in [("minfs", 1e9), (t, 1e9 * r)] {
+                let d = dir.path().join(format!("runs/w/{target}"));
+                fs::create_dir_all(&d).unwrap();
+                let mut report: serde_json::Value =
+                    serde_json::from_str(include_str!("data/hdd-mixed.run.json")).unwrap();
+                report["total_elapsed_ns"] = serde_json::json!(total as u64);
+                fs::write(d.join(format!("run-{}.json", k + 1)), report.to_string()).unwrap();
+            }
+        }
+    }
+    let alpha = sequential::alpha(2);
+    let judge = |v: &[f64], method: Method| {
+        let mut s = Sequence::new(alpha, method);
+        for x in v {
+            s.push(x.ln(), None, None);
+        }
+        s.judge()
+    };
+    let decided = |dir: &std::path::Path| {
+        bencher_workloads::compare::decide(&bencher_workloads::compare::load(dir).unwrap())
+    };
+    // No emulator statistics: the median's sequence, which 5 rounds do not bound.
+    let d = decided(dir.path());
+    assert_eq!(d[0][0], None);
+    assert_eq!(d[0][1], Some(judge(&a, Method::Median)));
+    assert_eq!(d[0][1], Some(Judgement::Undecided));
+    // With them: the mean's, which decides a.
+    for t in ["minfs", "a", "b"] {
+        for k in 1..=5 {
+            fs::write(
+                dir.path().join(format!("runs/w/{t}/run-{k}.emulator.json")),
+                r#"{"drive": {"cache_read_hits": 0, "media_reads": 0}}"#,
+            )
+            .unwrap();
+        }
+    }
+    let d = decided(dir.path());
+    assert_eq!(d[0][1], Some(judge(&a, Method::Mean)));
+    assert_eq!(d[0][2], Some(judge(&b, Method::Mean)));
+    assert_eq!(d[0][1], Some(Judgement::Slower));
 }
 
 /// `scripts/size-default.py --budget-data` writes what the simulations above draw from; runs
@@ -749,4 +1267,45 @@ fn size_default_refuses_to_pool_runs_of_different_scales() {
         serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
     assert_eq!(v["workloads"][0]["name"], "rand-oldest-1m");
     assert_eq!(v["workloads"][0]["scale"], 0.1);
+}
+
+/// `--rounds-data` writes every round as measured with the runs' states: XFS's rand-oldest-1m
+/// rounds of `-rest-3` (40 rounds; 10 of its runs took the cache's state by their median get,
+/// none of minfs's).
+#[test]
+fn size_default_writes_each_rounds_states() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = tempfile::tempdir().unwrap();
+    let data = out.path().join("rounds.json");
+    let o = match std::process::Command::new("python3")
+        .current_dir(root)
+        .args([
+            "scripts/size-default.py",
+            "results/2026-11-28-vm-emulated-rest-3",
+            "--rounds-data",
+        ])
+        .arg(&data)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: python3 cannot run ({e})");
+            return;
+        }
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    let xfs = v["workloads"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "xfs")
+        .unwrap();
+    let rounds = xfs["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 40);
+    let cached = rounds.iter().filter(|r| r[1] == "cache").count();
+    assert_eq!(cached, 10);
+    assert!(rounds.iter().all(|r| r[2] == "media"));
+    assert_eq!(v["state_source"], "median get");
 }

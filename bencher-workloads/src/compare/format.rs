@@ -80,6 +80,39 @@ pub fn ratio(r: Option<f64>) -> String {
     }
 }
 
+/// An interval's ends rounded outward (the low end down, the high end up) with the fewest
+/// decimals, at least 2 and at most 6, at which `same(rounded low, rounded high)` still holds
+/// (the printed interval gives the verdict the exact one gives), and the estimate `ratio` at
+/// those decimals: (ratio, low, high). An infinite high end prints as `∞`.
+pub fn outward(ratio: f64, low: f64, high: f64, same: impl Fn(f64, f64) -> bool) -> [String; 3] {
+    let mut decimals = 2;
+    while decimals < 6 {
+        let scale = 10f64.powi(decimals as i32);
+        let (lo, hi) = ((low * scale).floor() / scale, (high * scale).ceil() / scale);
+        if same(lo, hi) {
+            break;
+        }
+        decimals += 1;
+    }
+    let scale = 10f64.powi(decimals as i32);
+    let end = |v: f64, up: bool| {
+        if !v.is_finite() {
+            return "∞".to_string();
+        }
+        let r = if up {
+            (v * scale).ceil()
+        } else {
+            (v * scale).floor()
+        } / scale;
+        format!("{r:.decimals$}")
+    };
+    [
+        format!("{ratio:.decimals$}"),
+        end(low, false),
+        end(high, true),
+    ]
+}
+
 /// Bytes per second as MB/s (10^6 bytes) with one decimal, or `—`.
 pub fn mb_per_sec(bytes_per_sec: Option<f64>) -> String {
     match bytes_per_sec {
@@ -204,6 +237,31 @@ mod tests {
         assert_eq!(time(1234.4e9), "1234 s");
         assert_eq!(time(f64::NAN), "—");
         assert_eq!(opt_time(None), "—");
+    }
+
+    #[test]
+    fn intervals_round_outward_with_the_digits_the_verdict_needs() {
+        let slower = |l: f64, h: f64| l > 1.05 && h > l;
+        // 1.0503 is above 1.05: two or three decimals (1.05, 1.050) would not show it.
+        assert_eq!(
+            outward(1.1, 1.0503, 1.17, slower),
+            ["1.1000", "1.0503", "1.1700"]
+        );
+        // Plain cases keep two decimals, the ends rounded away from the estimate.
+        assert_eq!(
+            outward(1.234, 1.2011, 1.2611, slower),
+            ["1.23", "1.20", "1.27"]
+        );
+        // An upper end of 0.9998 is printed as 0.9998 where "below 1" must show.
+        let below_one = |_: f64, h: f64| h < 1.0;
+        assert_eq!(
+            outward(0.96, 0.9512, 0.9998, below_one),
+            ["0.9600", "0.9512", "0.9998"]
+        );
+        assert_eq!(
+            outward(1.0, 0.5, f64::INFINITY, |_, _| true),
+            ["1.00", "0.50", "∞"]
+        );
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //! DIR/runs/<workload>/<target>/run-<k>.error          instead of the JSON when the run failed
 //! DIR/runs/<workload>/<target>/run-<k>.model-<profile>.json
 //!                                                     modelled HDD times: a RunReport plus "model"
+//! DIR/runs/<workload>/<target>/run-<k>.emulator.json  the emulated drive's own statistics of the
+//!                                                     run (hddsim's DriveStats, top level or as
+//!                                                     "drive")
 //! ```
 //!
 //! Other files (`run-<k>.trace`, …) are ignored. Workloads and targets come in the order of
@@ -20,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::states::DriveCounts;
 use super::CompareError;
 use crate::run::report::RunReport;
 
@@ -164,6 +168,9 @@ pub struct DriveWork {
     pub rmw_for_write_first: Option<u64>,
     /// Read-modify-writes of sectors a write re-opened and cleared.
     pub rmw_of_reopened_clean: Option<u64>,
+    /// Where the reads came from and the waits for cache room (the run's drive state).
+    #[serde(flatten)]
+    pub drive: DriveCounts,
 }
 
 /// A modelled run: the run's report with modelled times, and the model's figures.
@@ -199,6 +206,8 @@ pub struct Cell {
     pub latencies: Vec<u64>,
     /// How many op-logs those came from.
     pub oplogs: usize,
+    /// Run k's emulated drive statistics (`run-<k>.emulator.json`) at index k − 1.
+    pub emulator: Vec<Option<DriveCounts>>,
 }
 
 impl Cell {
@@ -267,6 +276,7 @@ enum RunFile {
     Error(usize),
     OpLog(usize),
     Model(usize, String),
+    Emulator(usize),
 }
 
 /// Parses `run-<k>.json`, `run-<k>.error`, `run-<k>.oplog`, `run-<k>.model-<p>.json`;
@@ -284,6 +294,7 @@ fn classify(name: &str) -> Result<Option<RunFile>, String> {
         ".json" => RunFile::Json as fn(usize) -> RunFile,
         ".error" => RunFile::Error,
         ".oplog" | ".oplog.gz" => RunFile::OpLog,
+        ".emulator.json" => RunFile::Emulator,
         _ => match suffix
             .strip_prefix(".model-")
             .and_then(|s| s.strip_suffix(".json"))
@@ -440,6 +451,17 @@ fn error_reason(path: &Path) -> Result<String, CompareError> {
     Ok(reason)
 }
 
+/// The drive statistics of `run-<k>.emulator.json`: its `drive` object (as in the emulator's
+/// `stats.json`), else its top level.
+fn emulator_counts(path: &Path) -> Result<DriveCounts, CompareError> {
+    let v: serde_json::Value = parse_json(path)?;
+    let drive = v.get("drive").filter(|d| d.is_object()).unwrap_or(&v);
+    DriveCounts::deserialize(drive).map_err(|source| CompareError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Reads the comparison in `dir`. `compare.json` must exist; JSON files that do not parse,
 /// op-logs that do not, and unreadable files are errors naming the file.
 pub fn load(dir: &Path) -> Result<Comparison, CompareError> {
@@ -474,6 +496,7 @@ pub fn load(dir: &Path) -> Result<Comparison, CompareError> {
                         RunFile::Json(k)
                         | RunFile::Error(k)
                         | RunFile::OpLog(k)
+                        | RunFile::Emulator(k)
                         | RunFile::Model(k, _) => *k,
                     };
                     max_run = max_run.max(k);
@@ -499,6 +522,7 @@ pub fn load(dir: &Path) -> Result<Comparison, CompareError> {
         for t in &targets {
             let mut cell = Cell {
                 runs: vec![Run::Missing; runs],
+                emulator: vec![None; runs],
                 ..Cell::default()
             };
             let list = files
@@ -525,6 +549,9 @@ pub fn load(dir: &Path) -> Result<Comparison, CompareError> {
                     // An empty modelled report (a replay that was killed) is no model.
                     RunFile::Model(_, _) if is_empty(path)? => {}
                     RunFile::OpLog(k) => oplogs.push((*k, path)),
+                    // An empty one (a run cut short) is no statistics.
+                    RunFile::Emulator(_) if is_empty(path)? => {}
+                    RunFile::Emulator(k) => cell.emulator[k - 1] = Some(emulator_counts(path)?),
                     RunFile::Model(k, profile) => {
                         let modelled: Modelled = parse_json(path)?;
                         let name = profile_names.entry(profile.clone()).or_default();
@@ -575,6 +602,10 @@ mod tests {
         assert_eq!(classify("run-1.json"), Ok(Some(RunFile::Json(1))));
         assert_eq!(classify("run-12.error"), Ok(Some(RunFile::Error(12))));
         assert_eq!(classify("run-3.oplog"), Ok(Some(RunFile::OpLog(3))));
+        assert_eq!(
+            classify("run-4.emulator.json"),
+            Ok(Some(RunFile::Emulator(4)))
+        );
         assert_eq!(
             classify("run-2.model-st1000dm003.json"),
             Ok(Some(RunFile::Model(2, "st1000dm003".into())))
@@ -669,6 +700,34 @@ mod tests {
             cmp.cells[0][0].runs,
             [Run::Failed("minfs-bench exited with 1".to_string())]
         );
+    }
+
+    #[test]
+    fn emulator_statistics_load_flat_or_as_the_drive_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("runs/w/xfs");
+        fs::create_dir_all(&t).unwrap();
+        fs::write(dir.path().join("compare.json"), r#"{"runs": 3}"#).unwrap();
+        fs::write(
+            t.join("run-1.emulator.json"),
+            r#"{"cache_read_hits": 300, "media_reads": 110, "other": 1}"#,
+        )
+        .unwrap();
+        fs::write(
+            t.join("run-2.emulator.json"),
+            r#"{"version": "0.1.0", "drive": {"cache_read_hits": 170, "media_reads": 243}}"#,
+        )
+        .unwrap();
+        fs::write(t.join("run-3.emulator.json"), "").unwrap();
+        let cmp = load(dir.path()).unwrap();
+        let e = &cmp.cells[0][0].emulator;
+        assert_eq!(e[0].unwrap().cache_read_hits, Some(300));
+        assert_eq!(e[1].unwrap().media_reads, Some(243));
+        assert_eq!(e[2], None);
+        // A bad one names the file.
+        fs::write(t.join("run-3.emulator.json"), r#"{"media_reads": "x"}"#).unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("run-3.emulator.json"), "{err}");
     }
 
     #[test]

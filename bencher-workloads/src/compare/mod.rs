@@ -8,12 +8,19 @@
 //! ```
 //!
 //! - [`layout`]: reading the directory (`compare.json`, `runs/<workload>/<target>/run-<k>.*`);
-//! - [`render`]: the figures (medians over runs, ratios to the baseline) and `report.md`;
+//! - [`verdict`]: the one judgement of a report (per comparison its estimate, interval,
+//!   verdict, drive states and projection), computed once and only rendered after;
+//! - [`summary`]: the judged part of `report.md` (the first screen, the verdicts, the drive's
+//!   states, the method);
+//! - [`render`]: the tables (medians over runs per workload, measured and modelled) and
+//!   `report.md` as a whole;
 //! - [`split`]: a file system's gap to minfs split into Cannyls' block size's part and the
 //!   file system's (`fs` against `fs@4096`);
-//! - [`stats`]: the verdict's method (ratios with simultaneous confidence intervals);
+//! - [`stats`]: the verdict's regions and the fixed-count method (ratios with simultaneous
+//!   confidence intervals);
 //! - [`sequential`]: the verdict of a run that stops each comparison once decided (an
 //!   anytime-valid confidence sequence);
+//! - [`states`]: the drive's state in each run, from the drive's own statistics;
 //! - [`allocate`]: which undecided comparisons a budget run's next round runs (the nearest
 //!   to a verdict first);
 //! - [`plot`]: the plots (ratios with their intervals, measured and modelled; latency CDFs),
@@ -32,13 +39,16 @@ pub mod plot;
 pub mod render;
 pub mod sequential;
 pub mod split;
+pub mod states;
 pub mod stats;
+pub mod summary;
+pub mod verdict;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use layout::{load, Comparison};
-pub use render::{decide, projections};
+pub use verdict::{decide, projections, Judged};
 
 use crate::run::report::RunReport;
 use layout::Cell;
@@ -181,10 +191,20 @@ pub struct Written {
 }
 
 /// All files of `cmp` as (path relative to the directory, contents): `report.md` first, then
-/// each plot's SVG and PNG.
-pub fn render(cmp: &Comparison) -> Result<Vec<(String, Vec<u8>)>, CompareError> {
+/// each plot's SVG and PNG. `setup` is SETUP.md's text (the date, commit and wall time of the
+/// first screen), if any. The comparisons are judged once ([`Judged`]) and every part renders
+/// that judgement.
+pub fn render(
+    cmp: &Comparison,
+    setup: Option<&str>,
+) -> Result<Vec<(String, Vec<u8>)>, CompareError> {
     let files = plot_files(cmp);
-    let mut out = vec![("report.md".to_string(), render::markdown(cmp).into_bytes())];
+    let judged = Judged::of(cmp);
+    let facts = setup.map(summary::SetupFacts::parse).unwrap_or_default();
+    let mut out = vec![(
+        "report.md".to_string(),
+        render::markdown(cmp, &judged, &facts).into_bytes(),
+    )];
     let plot_err = |file: &str| {
         let file = file.to_string();
         move |message| CompareError::Plot { file, message }
@@ -198,8 +218,8 @@ pub fn render(cmp: &Comparison) -> Result<Vec<(String, Vec<u8>)>, CompareError> 
             .enumerate()
             .map(|(t, n)| (Some(t) != cmp.baseline()).then_some(n.as_str()))
             .collect();
-        let measured = render::ratio_dots(cmp, Source::Measured, None);
-        let note = render::interval_note(cmp, Source::Measured);
+        let measured = summary::ratio_dots(cmp, &judged, Source::Measured, None);
+        let note = summary::interval_note(&judged, Source::Measured);
         let svg = plot::dots_svg(
             &format!("Total elapsed relative to {base}, measured"),
             &format!("total elapsed / {base}'s"),
@@ -213,8 +233,9 @@ pub fn render(cmp: &Comparison) -> Result<Vec<(String, Vec<u8>)>, CompareError> 
         if let (Some(file), Some((shipped, variants))) =
             (&files.modelled, render::model_variants(cmp))
         {
-            let dots = render::ratio_dots(cmp, Source::Modelled(&shipped.id), Some(&variants));
-            let note = render::interval_note(cmp, Source::Modelled(&shipped.id));
+            let source = Source::Modelled(&shipped.id);
+            let dots = summary::ratio_dots(cmp, &judged, source, Some(&variants));
+            let note = summary::interval_note(&judged, source);
             let band = format!("band: lowest–highest of {} rule sets", variants.len());
             let mut notes = vec![format!("line at 1: {base}"), note];
             if variants.len() > 1 {
@@ -272,7 +293,8 @@ fn is_our_plot(name: &str) -> bool {
 /// other files in `plots/` are left alone.
 pub fn render_dir(dir: &Path) -> Result<Written, CompareError> {
     let cmp = load(dir)?;
-    let files = render(&cmp)?;
+    let setup = fs::read_to_string(dir.join("SETUP.md")).ok();
+    let files = render(&cmp, setup.as_deref())?;
     let plots_dir = dir.join("plots");
     fs::create_dir_all(&plots_dir).map_err(|source| CompareError::Io {
         path: plots_dir.clone(),

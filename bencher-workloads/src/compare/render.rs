@@ -2,12 +2,10 @@
 
 use std::fmt::Write as _;
 
-use super::defaults;
 use super::format::{self, md};
 use super::layout::{Cell, Comparison, DriveWork, Modelled, Profile, Run};
-use super::plot::Dot;
-use super::sequential;
-use super::stats::{self, Interval, Judgement};
+use super::summary::{self, SetupFacts};
+use super::verdict::{Judged, Verdicts};
 use super::{plot_files, png_name, Source};
 use crate::run::report::RunReport;
 use crate::run::stats::KindReport;
@@ -42,22 +40,6 @@ pub fn figures(reports: &[&RunReport]) -> TargetFigures {
         wall: format::median_u64(&walls),
         bw: format::median(&bws),
     }
-}
-
-/// Per workload and target, the median total elapsed / the baseline's (`None` where either
-/// has no runs, or the baseline's is 0).
-pub fn ratio_matrix(cmp: &Comparison, source: Source<'_>) -> Vec<Vec<Option<f64>>> {
-    let Some(base) = cmp.baseline() else {
-        return vec![Vec::new(); cmp.workloads.len()];
-    };
-    cmp.cells
-        .iter()
-        .map(|row| {
-            let median = |c: &Cell| figures(&source.reports(c)).total.map(|t| t.0);
-            let b = median(&row[base]).filter(|&b| b > 0.0);
-            row.iter().map(|c| Some(median(c)? / b?)).collect()
-        })
-        .collect()
 }
 
 /// The order kinds are shown in: Put, Embed, Get by size, Delete, DeleteRange, Sync, others
@@ -157,10 +139,21 @@ fn run_link(w: &str, t: &str, file: &str) -> String {
     )
 }
 
-/// The "runs ok" cell of the measured table.
+/// The runs count of a cell whose runs `ok` succeeded: `3/4` in a fixed-count run (every
+/// target was to run every round), `3` in a budget run (a comparison stops once decided, so
+/// the rounds it never needed are no failure).
+fn runs_count(cmp: &Comparison, ok: usize) -> String {
+    if cmp.meta.sequential() {
+        ok.to_string()
+    } else {
+        format!("{ok}/{}", cmp.runs)
+    }
+}
+
+/// The "runs ok" cell of the measured table: the count ([`runs_count`]) and the runs that
+/// failed (and, in a fixed-count run, those missing).
 fn runs_cell(cmp: &Comparison, w: &str, t: &str, cell: &Cell) -> String {
-    let ok = cell.ok().len();
-    let mut s = format!("{ok}/{}", cmp.runs);
+    let mut s = runs_count(cmp, cell.ok().len());
     let mut notes = Vec::new();
     for (i, run) in cell.runs.iter().enumerate() {
         let k = i + 1;
@@ -170,7 +163,8 @@ fn runs_cell(cmp: &Comparison, w: &str, t: &str, cell: &Cell) -> String {
                 "run {k} failed (see {})",
                 run_link(w, t, &format!("run-{k}.error"))
             )),
-            Run::Missing => notes.push(format!("run {k}: —")),
+            Run::Missing if !cmp.meta.sequential() => notes.push(format!("run {k}: —")),
+            Run::Missing => {}
         }
     }
     if !notes.is_empty() {
@@ -200,615 +194,6 @@ pub fn round_totals(cell: &Cell, source: Source<'_>) -> Vec<Option<f64>> {
                     .collect()
             })
             .unwrap_or_default(),
-    }
-}
-
-/// The per-round log-ratios of target `t` to the baseline `b` on workload `w`, from `source`'s
-/// totals ([`sequential::paired_log_ratios`]).
-fn cell_log_ratios(cmp: &Comparison, w: usize, t: usize, b: usize, source: Source<'_>) -> Vec<f64> {
-    sequential::paired_log_ratios(
-        &round_totals(&cmp.cells[w][t], source),
-        &round_totals(&cmp.cells[w][b], source),
-    )
-}
-
-/// A target judged against the baseline on one workload.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Judged {
-    /// The ratio and its interval.
-    pub interval: Interval,
-    /// The verdict on it.
-    pub judgement: Judgement,
-}
-
-/// The judgements of one source (measured, or one profile's modelled runs) over a report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Judgements {
-    /// `cells[w][t]`: `None` for the baseline and where fewer than 2 rounds pair.
-    pub cells: Vec<Vec<Option<Judged>>>,
-    /// The comparisons judged (the family the intervals are simultaneous over).
-    pub comparisons: usize,
-    /// The confidence of each interval.
-    pub confidence: f64,
-    /// The fewest rounds an interval at that confidence needs; a comparison with fewer is not
-    /// judged ([`stats::min_rounds`], [`sequential::min_rounds`]).
-    pub min_rounds: usize,
-    /// Whether the intervals are a confidence sequence's (a budget run, each comparison
-    /// stopped once decided: [`sequential`]) rather than fixed-count signed-rank intervals.
-    pub sequential: bool,
-    /// A budget run's `--budget`, seconds.
-    pub budget_s: Option<f64>,
-}
-
-/// Every target against the baseline, per workload (see [`stats`] for the method): the
-/// intervals are simultaneous over all the comparisons of `source` in the report.
-pub fn judgements(cmp: &Comparison, source: Source<'_>) -> Judgements {
-    let Some(b) = cmp.baseline() else {
-        return Judgements {
-            cells: vec![Vec::new(); cmp.workloads.len()],
-            comparisons: 0,
-            confidence: stats::confidence(1),
-            min_rounds: stats::min_rounds(stats::confidence(1)),
-            sequential: cmp.meta.sequential(),
-            budget_s: cmp.meta.budget_s,
-        };
-    };
-    let totals: Vec<Vec<Vec<Option<f64>>>> = cmp
-        .cells
-        .iter()
-        .map(|row| row.iter().map(|c| round_totals(c, source)).collect())
-        .collect();
-    if cmp.meta.sequential() {
-        return sequential_judgements(cmp, b, &totals);
-    }
-    // First the family: the comparisons with at least 2 paired rounds.
-    let paired = |w: usize, t: usize| {
-        totals[w][t]
-            .iter()
-            .zip(&totals[w][b])
-            .filter(|(x, y)| x.is_some() && y.is_some())
-            .count()
-    };
-    let comparisons = (0..cmp.workloads.len())
-        .flat_map(|w| (0..cmp.targets.len()).map(move |t| (w, t)))
-        .filter(|&(w, t)| t != b && paired(w, t) >= 2)
-        .count();
-    let confidence = stats::confidence(comparisons);
-    let cells = judged_cells(cmp, b, |w, t| {
-        stats::paired_interval(&totals[w][t], &totals[w][b], confidence)
-    });
-    Judgements {
-        cells,
-        comparisons,
-        confidence,
-        min_rounds: stats::min_rounds(confidence),
-        sequential: false,
-        budget_s: None,
-    }
-}
-
-/// Per workload and target, the verdict on `interval_of(w, t)`: `None` for the baseline `b`
-/// and where the interval is missing or unbounded (not judged).
-fn judged_cells(
-    cmp: &Comparison,
-    b: usize,
-    interval_of: impl Fn(usize, usize) -> Option<Interval>,
-) -> Vec<Vec<Option<Judged>>> {
-    (0..cmp.workloads.len())
-        .map(|w| {
-            (0..cmp.targets.len())
-                .map(|t| {
-                    if t == b {
-                        return None;
-                    }
-                    let interval = interval_of(w, t).filter(|i| i.high.is_finite())?;
-                    Some(Judged {
-                        interval,
-                        judgement: stats::judge(&interval),
-                    })
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// [`judgements`] of a budget run: each comparison's confidence sequence ([`sequential`]) at
-/// 0.05/M, M the comparisons planned (every workload × every target but the baseline), so the
-/// family does not depend on which comparisons stopped when. A comparison whose sequence is
-/// still unbounded is `None` (undecided).
-fn sequential_judgements(
-    cmp: &Comparison,
-    b: usize,
-    totals: &[Vec<Vec<Option<f64>>>],
-) -> Judgements {
-    let comparisons = cmp.workloads.len() * cmp.targets.len().saturating_sub(1);
-    let alpha = sequential::alpha(comparisons);
-    let cells = judged_cells(cmp, b, |w, t| {
-        sequential::interval(
-            &sequential::paired_log_ratios(&totals[w][t], &totals[w][b]),
-            alpha,
-        )
-    });
-    Judgements {
-        cells,
-        comparisons,
-        confidence: 1.0 - alpha,
-        min_rounds: sequential::min_rounds(alpha),
-        sequential: true,
-        budget_s: cmp.meta.budget_s,
-    }
-}
-
-/// What the runner decides after a round (`minfs-bench compare --budget`): per workload and
-/// target (the comparison's order), `None` for the baseline, else the measured verdict so far
-/// — `Judgement::Undecided` while the comparison must go on. The same function the report's
-/// verdict uses ([`judgements`]), so the rule that stops a comparison is the report's.
-pub fn decide(cmp: &Comparison) -> Vec<Vec<Option<Judgement>>> {
-    let judged = judgements(cmp, Source::Measured);
-    let b = cmp.baseline();
-    judged
-        .cells
-        .iter()
-        .map(|row| {
-            (0..cmp.targets.len())
-                .map(|t| {
-                    if Some(t) == b {
-                        None
-                    } else {
-                        Some(
-                            row.get(t)
-                                .copied()
-                                .flatten()
-                                .map_or(Judgement::Undecided, |j| j.judgement),
-                        )
-                    }
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// For a budget run's undecided comparison with the per-round log-ratios `d`: `; rounds vary
-/// by 4.7 %, about 17 would decide it` — their sample deviation and the rounds
-/// [`sequential::rounds_needed`] projects at the report's level `alpha`, were their mean and
-/// spread to stay as they are. Empty with fewer than 3 rounds (no spread worth the name).
-fn undecided_why(d: &[f64], alpha: f64) -> String {
-    if d.len() < 3 {
-        return String::new();
-    }
-    match sequential::projection(d, alpha) {
-        Some((_, sd, needed)) => format!(
-            "; rounds vary by {:.1} %, {} would decide it",
-            sd * 100.0,
-            needed.map_or_else(
-                || format!("more than {}", sequential::ROUNDS_NEEDED_CAP),
-                |k| format!("about {k}")
-            )
-        ),
-        None => String::new(),
-    }
-}
-
-/// A comparison's rounds so far and the rounds it would need (`None`: fewer than 2 rounds, or
-/// beyond [`sequential::ROUNDS_NEEDED_CAP`]).
-pub type Projection = (usize, Option<usize>);
-
-/// What the runner prices a comparison by after a round (`minfs-bench compare --budget`,
-/// [`super::allocate`]): per workload and target (`None` for the baseline), the measured rounds
-/// it has with the baseline and the rounds its sequence would need at their mean and spread
-/// ([`sequential::projection`] at the report's level; `None` inside with fewer than 2 rounds or
-/// beyond the cap).
-pub fn projections(cmp: &Comparison) -> Vec<Vec<Option<Projection>>> {
-    let comparisons = cmp.workloads.len() * cmp.targets.len().saturating_sub(1);
-    let alpha = sequential::alpha(comparisons);
-    let b = cmp.baseline();
-    (0..cmp.workloads.len())
-        .map(|w| {
-            (0..cmp.targets.len())
-                .map(|t| {
-                    let b = b.filter(|b| *b != t)?;
-                    let d = cell_log_ratios(cmp, w, t, b, Source::Measured);
-                    Some((d.len(), sequential::projection(&d, alpha).and_then(|p| p.2)))
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// `1.42× [1.30–1.55]`, or `1.42×` without an interval.
-fn ratio_with_interval(r: f64, i: Option<&Interval>) -> String {
-    match i {
-        Some(i) => format!(
-            "{}× [{}–{}]",
-            format::ratio(Some(r)),
-            format::ratio(Some(i.low)),
-            format::ratio(Some(i.high))
-        ),
-        None => format!("{}×", format::ratio(Some(r))),
-    }
-}
-
-/// The verdict on workload `w`: one sentence naming the targets found slower or faster than
-/// the baseline (with the ratio and its interval), those within ±5 %, those where no
-/// difference was found, and those not judged. With `variants`, after each target the range
-/// of its ratio across those profiles' modelled runs.
-pub fn verdict_sentence(cmp: &Comparison, w: usize, source: Source<'_>) -> String {
-    verdict_sentence_with(cmp, w, source, &judgements(cmp, source), None)
-}
-
-fn verdict_sentence_with(
-    cmp: &Comparison,
-    w: usize,
-    source: Source<'_>,
-    judged: &Judgements,
-    variants: Option<&[&Profile]>,
-) -> String {
-    let name = md(&cmp.workloads[w]);
-    let Some(b) = cmp.baseline() else {
-        return format!("**{name}**: no targets.");
-    };
-    let base = md(&cmp.targets[b]);
-    let ratios = ratio_matrix(cmp, source);
-    let (mut slower, mut faster, mut equal, mut undecided, mut unjudged, mut no_runs) = (
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
-    for (t, target) in cmp.targets.iter().enumerate() {
-        if t == b {
-            continue;
-        }
-        if source.reports(&cmp.cells[w][t]).is_empty() {
-            // Named apart: in the list of ratios a bare name would read as the next one's.
-            no_runs.push(md(target));
-            continue;
-        }
-        let shipped = variants.and_then(|v| v.first()).map(|p| p.id.as_str());
-        let label = |id: &str| match shipped {
-            Some(s) if id == s => "shipped".to_string(),
-            Some(s) => md(id
-                .strip_prefix(s)
-                .and_then(|x| x.strip_prefix('-').or_else(|| x.strip_prefix('+')))
-                .unwrap_or(id)),
-            None => md(id),
-        };
-        let range = variants
-            .and_then(|v| variant_range(cmp, w, t, v))
-            .filter(|(lo, _, hi, _)| hi - lo >= 0.01)
-            .map(|(lo, lo_p, hi, hi_p)| {
-                format!(
-                    " (rule sets {}× {} – {}× {})",
-                    format::ratio(Some(lo)),
-                    label(lo_p),
-                    format::ratio(Some(hi)),
-                    label(hi_p)
-                )
-            })
-            .unwrap_or_default();
-        // A budget run stops each comparison when decided: say after how many rounds, and for
-        // one still undecided why — how much its rounds vary and how many rounds would decide
-        // it at that spread and its mean so far.
-        let alpha = 1.0 - judged.confidence;
-        let log_ratios = || cell_log_ratios(cmp, w, t, b, source);
-        let rounds = |n: usize, why: &str| {
-            if judged.sequential {
-                format!(" ({n} round{}{why})", if n == 1 { "" } else { "s" })
-            } else {
-                String::new()
-            }
-        };
-        match judged.cells[w][t] {
-            Some(j) => {
-                let why = if judged.sequential && j.judgement == Judgement::Undecided {
-                    undecided_why(&log_ratios(), alpha)
-                } else {
-                    String::new()
-                };
-                let text = format!(
-                    "{} {}{}{range}",
-                    md(target),
-                    ratio_with_interval(j.interval.ratio, Some(&j.interval)),
-                    rounds(j.interval.rounds, &why)
-                );
-                let entry = (j.interval.ratio, text);
-                match j.judgement {
-                    Judgement::Slower => slower.push(entry),
-                    Judgement::Faster => faster.push(entry),
-                    Judgement::Equal => equal.push(entry),
-                    Judgement::Undecided => undecided.push(entry),
-                }
-            }
-            None => {
-                let r = ratios[w][t];
-                let text = match r {
-                    Some(r) => format!("{} {}{range}", md(target), ratio_with_interval(r, None)),
-                    None => md(target),
-                };
-                if judged.sequential {
-                    let d = log_ratios();
-                    let why = undecided_why(&d, alpha);
-                    undecided.push((
-                        r.unwrap_or(f64::NAN),
-                        format!("{text}{}", rounds(d.len(), &why)),
-                    ));
-                } else {
-                    unjudged.push((r.unwrap_or(f64::NAN), text));
-                }
-            }
-        }
-    }
-    slower.sort_by(|a, b| b.0.total_cmp(&a.0));
-    faster.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let list = |v: Vec<(f64, String)>| v.into_iter().map(|x| x.1).collect::<Vec<_>>().join(", ");
-    let mut parts = Vec::new();
-    if !slower.is_empty() {
-        parts.push(format!("slower than {base}: {}", list(slower)));
-    }
-    if !faster.is_empty() {
-        parts.push(format!("faster than {base}: {}", list(faster)));
-    }
-    if !equal.is_empty() {
-        parts.push(format!("within ±5 % of {base}: {}", list(equal)));
-    }
-    if !undecided.is_empty() {
-        if judged.sequential {
-            parts.push(format!(
-                "undecided against {base} within the budget: {}",
-                list(undecided)
-            ));
-        } else {
-            parts.push(format!(
-                "no difference from {base} found at this resolution: {}",
-                list(undecided)
-            ));
-        }
-    }
-    if !unjudged.is_empty() {
-        parts.push(format!(
-            "not judged, with fewer than {} rounds of it and {base}: {}",
-            judged.min_rounds.max(2),
-            list(unjudged)
-        ));
-    }
-    if !no_runs.is_empty() {
-        parts.push(format!("no successful run of {}", no_runs.join(", ")));
-    }
-    if parts.is_empty() {
-        parts.push(format!("no target besides {base}"));
-    }
-    format!("**{name}**: {}.", parts.join("; "))
-}
-
-/// For a budget run that left comparisons undecided, the command that runs just them again
-/// and how many comparisons it plans: the workloads with an undecided comparison, the baseline
-/// and every target undecided on any of them (so it may re-run a few decided ones), their
-/// scales where not the default, the budget where not the default, and compare.json's `args`
-/// (the device and settings). `None` when nothing was left undecided or the run had a fixed
-/// count; a target without a successful run is not offered again. Where compare.json has
-/// `seconds_per_run` and the rest is projected to need more than the run's budget
-/// ([`rest_size`]), the command asks for that budget instead (whole minutes), and for
-/// `--max-rounds` where a comparison needs more than [`defaults::MAX_ROUNDS`].
-fn rest_command(cmp: &Comparison, judged: &Judgements) -> Option<Rest> {
-    if !judged.sequential {
-        return None;
-    }
-    let b = cmp.baseline()?;
-    let open = |w: usize, t: usize| {
-        t != b
-            && !Source::Measured.reports(&cmp.cells[w][t]).is_empty()
-            && judged.cells[w][t].is_none_or(|j| j.judgement == Judgement::Undecided)
-    };
-    let targets = 0..cmp.targets.len();
-    let workloads: Vec<usize> = (0..cmp.workloads.len())
-        .filter(|&w| targets.clone().any(|t| open(w, t)))
-        .collect();
-    if workloads.is_empty() {
-        return None;
-    }
-    let targets: Vec<usize> = targets
-        .filter(|&t| t == b || workloads.iter().any(|&w| open(w, t)))
-        .collect();
-    let names = |list: &[usize], of: &[String]| {
-        list.iter()
-            .map(|&i| of[i].as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let mut cmd = vec!["scripts/compare.sh".to_string()];
-    cmd.extend(cmp.meta.args.iter().flatten().cloned());
-    cmd.push(format!("--workloads={}", names(&workloads, &cmp.workloads)));
-    cmd.push(format!("--targets={}", names(&targets, &cmp.targets)));
-    let scales: Vec<String> = workloads
-        .iter()
-        .filter_map(|&w| {
-            let name = &cmp.workloads[w];
-            let s = *cmp.meta.scales.as_ref()?.get(name)?;
-            (defaults::scale(name) != Some(s)).then(|| format!("{name}={s}"))
-        })
-        .collect();
-    if !scales.is_empty() {
-        cmd.push(format!("--scale={}", scales.join(",")));
-    }
-    let m = workloads.len() * (targets.len() - 1);
-    let size = rest_size(cmp, b, &workloads, &targets, sequential::alpha(m));
-    let run_budget = cmp.meta.budget_s.unwrap_or(defaults::BUDGET_S);
-    let sized = size
-        .as_ref()
-        .ok()
-        .filter(|s| s.steps && s.seconds > run_budget)
-        .map(RestSize::minutes);
-    if let Some(minutes) = sized {
-        cmd.push(format!("--budget={minutes}m"));
-    } else if let Some(budget) = cmp.meta.budget_s.filter(|b| *b != defaults::BUDGET_S) {
-        cmd.push(format!("--budget={}s", budget.round()));
-    }
-    if let Ok(s) = &size {
-        if s.steps && s.rounds > defaults::MAX_ROUNDS as usize {
-            cmd.push(format!("--max-rounds={}", s.rounds));
-        }
-    }
-    let cmd: Vec<String> = cmd.iter().map(|a| shell_word(a)).collect();
-    Some(Rest {
-        command: cmd.join(" "),
-        comparisons: m,
-        size,
-        sized: sized.is_some(),
-    })
-}
-
-/// The command that runs a budget report's undecided comparisons on their own, and what it
-/// would take ([`rest_command`]).
-struct Rest {
-    command: String,
-    /// The comparisons it plans.
-    comparisons: usize,
-    /// What they would take at this run's ratios, spreads and run times, or the comparison
-    /// that cannot be projected (workload, target).
-    size: Result<RestSize, (usize, usize)>,
-    /// Whether the command's `--budget` (and `--max-rounds`) come from `size`.
-    sized: bool,
-}
-
-/// What a rest command's comparisons would take, projected from this run (an estimate).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct RestSize {
-    /// The most rounds one comparison would need ([`sequential::projection`] at the rest's
-    /// level: its ratio and spread so far, a new run's rounds from the first).
-    rounds: usize,
-    /// That comparison (workload, target).
-    hardest: (usize, usize),
-    /// The time of the runs, seconds: per workload, the baseline's run in each round any of
-    /// its comparisons still needs, and each comparison's run in each round it needs.
-    seconds: f64,
-    /// Whether `seconds` rests on the runner's times per run (compare.json's
-    /// `seconds_per_run`: preparation and replays included) rather than the runs' own
-    /// elapsed times (older directories; preparation not counted).
-    steps: bool,
-}
-
-impl RestSize {
-    /// `seconds` in whole minutes, rounded up (what the command's `--budget` asks for).
-    fn minutes(&self) -> f64 {
-        (self.seconds / 60.0).ceil()
-    }
-}
-
-/// [`RestSize`] of the comparisons of `workloads` × `targets` (but the baseline `b`) at
-/// `alpha`; `Err` naming one that cannot be projected (fewer than 2 rounds, more than
-/// [`sequential::ROUNDS_NEEDED_CAP`] rounds, or more than a run can hold).
-fn rest_size(
-    cmp: &Comparison,
-    b: usize,
-    workloads: &[usize],
-    targets: &[usize],
-    alpha: f64,
-) -> Result<RestSize, (usize, usize)> {
-    let step = |w: usize, t: usize| {
-        cmp.meta
-            .seconds_per_run
-            .as_ref()?
-            .get(&cmp.workloads[w])?
-            .get(&cmp.targets[t])
-            .copied()
-    };
-    let steps = workloads
-        .iter()
-        .all(|&w| targets.iter().all(|&t| step(w, t).is_some()));
-    // The time of one run: the runner's where it has them all, else the runs' own mean.
-    let per_run = |w: usize, t: usize| {
-        if steps {
-            return step(w, t).unwrap_or(0.0);
-        }
-        let own: Vec<f64> = round_totals(&cmp.cells[w][t], Source::Measured)
-            .into_iter()
-            .flatten()
-            .collect();
-        own.iter().sum::<f64>() / own.len().max(1) as f64 / 1e9
-    };
-    let mut size = RestSize {
-        rounds: 0,
-        hardest: (0, 0),
-        seconds: 0.0,
-        steps,
-    };
-    for &w in workloads {
-        let mut most = 0;
-        for &t in targets.iter().filter(|&&t| t != b) {
-            let k = sequential::projection(&cell_log_ratios(cmp, w, t, b, Source::Measured), alpha)
-                .and_then(|p| p.2)
-                .filter(|k| *k <= super::layout::MAX_RUNS)
-                .ok_or((w, t))?;
-            if k > size.rounds {
-                size.rounds = k;
-                size.hardest = (w, t);
-            }
-            most = most.max(k);
-            size.seconds += k as f64 * per_run(w, t);
-        }
-        size.seconds += most as f64 * per_run(w, b);
-    }
-    Ok(size)
-}
-
-/// What "To decide the rest" says of its size: the rounds and time projected, and whether the
-/// command's budget comes from them.
-fn rest_size_sentence(cmp: &Comparison, rest: &Rest) -> String {
-    let name =
-        |(w, t): (usize, usize)| format!("{} on {}", md(&cmp.targets[t]), md(&cmp.workloads[w]));
-    match &rest.size {
-        Err(c) => format!(
-            " How long that takes is not projected: {} has too few rounds, or rounds too \
-             spread, to project.",
-            name(*c)
-        ),
-        Ok(s) => {
-            let minutes = s.minutes();
-            let mut out = format!(
-                " At this run's ratios and spreads they would need up to about {} rounds ({}) \
-                 and about {minutes} minutes of runs",
-                s.rounds,
-                name(s.hardest)
-            );
-            if !s.steps {
-                out.push_str(
-                    ", counting the runs' own time only (this directory has no \
-                     `seconds_per_run`: preparation not counted, the budget not sized)",
-                );
-            } else {
-                out.push_str(" (each with its preparation, as measured here)");
-                let more_rounds = s.rounds > defaults::MAX_ROUNDS as usize;
-                if rest.sized {
-                    out.push_str(", which the command's `--budget` asks for");
-                    if more_rounds {
-                        out.push_str(" with `--max-rounds`");
-                    }
-                } else if more_rounds {
-                    out.push_str(
-                        ", within this run's budget but over the rounds a run takes by default: \
-                         the command's `--max-rounds`",
-                    );
-                }
-            }
-            out.push_str(
-                ": an estimate from the rounds so far, which a spread measured in few rounds, or \
-                 a second state of the drive not yet seen, can make short.",
-            );
-            out
-        }
-    }
-}
-
-/// `word` as one word of a POSIX shell command: as it is where it holds only characters no
-/// shell treats specially, else in single quotes.
-fn shell_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -843,73 +228,6 @@ pub fn model_variants(cmp: &Comparison) -> Option<(&Profile, Vec<&Profile>)> {
     Some((shipped, all))
 }
 
-/// The lowest and highest of target `t`'s modelled ratio on workload `w` across `variants`,
-/// with the profiles they come from; `None` with fewer than 2 variants having it.
-fn variant_range<'a>(
-    cmp: &Comparison,
-    w: usize,
-    t: usize,
-    variants: &[&'a Profile],
-) -> Option<(f64, &'a str, f64, &'a str)> {
-    let figures: Vec<(f64, &str)> = variants
-        .iter()
-        .filter_map(|p| {
-            Some((
-                ratio_matrix(cmp, Source::Modelled(&p.id))[w][t]?,
-                p.id.as_str(),
-            ))
-        })
-        .collect();
-    if figures.len() < 2 {
-        return None;
-    }
-    let lo = figures.iter().min_by(|a, b| a.0.total_cmp(&b.0))?;
-    let hi = figures.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
-    Some((lo.0, lo.1, hi.0, hi.1))
-}
-
-/// The dots of a ratio plot: per workload and target its ratio (the judged interval's where
-/// judged, else the ratio of medians), its interval, and with `variants` the range across
-/// them.
-pub fn ratio_dots(
-    cmp: &Comparison,
-    source: Source<'_>,
-    variants: Option<&[&Profile]>,
-) -> Vec<Vec<Option<Dot>>> {
-    let judged = judgements(cmp, source);
-    let ratios = ratio_matrix(cmp, source);
-    (0..cmp.workloads.len())
-        .map(|w| {
-            (0..cmp.targets.len())
-                .map(|t| {
-                    if Some(t) == cmp.baseline() {
-                        return None;
-                    }
-                    let j = judged.cells[w][t];
-                    let ratio = j.map(|j| j.interval.ratio).or(ratios[w][t])?;
-                    Some(Dot {
-                        ratio,
-                        interval: j.map(|j| (j.interval.low, j.interval.high)),
-                        range: variants
-                            .and_then(|v| variant_range(cmp, w, t, v))
-                            .map(|(lo, _, hi, _)| (lo, hi)),
-                    })
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// What a plot's bars are: `bars: 95 % simultaneous intervals (N comparisons)`.
-pub fn interval_note(cmp: &Comparison, source: Source<'_>) -> String {
-    let j = judgements(cmp, source);
-    if j.comparisons == 0 {
-        "no intervals: fewer than 2 rounds".to_string()
-    } else {
-        format!("bars: intervals, 95 % over all {} together", j.comparisons)
-    }
-}
-
 /// A profile's title: its name, and for a profile with overrides (`st1000dm003+PARAM=VALUE`,
 /// whose name is its base's) the overrides too.
 pub fn profile_title(p: &Profile) -> String {
@@ -921,7 +239,7 @@ pub fn profile_title(p: &Profile) -> String {
 
 /// The device in a few words: `the loop device`, `the emulated drive (st1000dm003)`, or as
 /// compare.json names it.
-fn device_words(cmp: &Comparison) -> String {
+pub(super) fn device_words(cmp: &Comparison) -> String {
     let device = cmp.meta.device.as_deref().unwrap_or("");
     if let Some(i) = device.find("hddsim emulate --profile ") {
         let rest = &device[i + "hddsim emulate --profile ".len()..];
@@ -943,7 +261,7 @@ fn device_words(cmp: &Comparison) -> String {
 }
 
 /// What the measured verdict measures and what it does not, in two sentences.
-fn measured_scope(cmp: &Comparison) -> String {
+pub(super) fn measured_scope(cmp: &Comparison) -> String {
     let device = cmp.meta.device.as_deref().unwrap_or("");
     if device.contains("hddsim emulate") {
         "It measures the host's real behaviour (Cannyls, the filesystem, the page cache, the \
@@ -964,7 +282,7 @@ fn measured_scope(cmp: &Comparison) -> String {
 
 /// Per target, the Cannyls block size its runs used (from the run reports), `minfs 4096,
 /// ext4 512, …`; `None` when no run says.
-fn block_sizes(cmp: &Comparison) -> Option<String> {
+pub(super) fn block_sizes(cmp: &Comparison) -> Option<String> {
     let parts: Vec<String> = cmp
         .targets
         .iter()
@@ -1032,7 +350,7 @@ fn per(n: u64, d: u64) -> Option<f64> {
 /// sync, and the share of them issued in syncs (Cannyls' journal) and in puts (the data),
 /// next to the writes that re-open a 4 KiB sector per put. `n/a` where a run's report has no
 /// such count (written before it was counted). Empty when no trace count is there.
-fn reopen_table(cmp: &Comparison, profile: &str) -> String {
+pub(super) fn reopen_table(cmp: &Comparison, profile: &str) -> String {
     let mut rows = Vec::new();
     for (w, name) in cmp.workloads.iter().enumerate() {
         let mut lines = Vec::new();
@@ -1069,11 +387,10 @@ fn reopen_table(cmp: &Comparison, profile: &str) -> String {
                 }),
             ];
             lines.push(format!(
-                "| {} | {} | {block} | {}/{} | {} |",
+                "| {} | {} | {block} | {} | {} |",
                 md(name),
                 md(target),
-                runs.len(),
-                cmp.runs,
+                runs_count(cmp, runs.len()),
                 cells.join(" | ")
             ));
         }
@@ -1106,233 +423,6 @@ fn reopen_table(cmp: &Comparison, profile: &str) -> String {
     out
 }
 
-/// For every target the measured verdict finds faster than the baseline: one line of what it
-/// and the baseline sent to the device (writes, MB written, reads, flushes, from the block
-/// traces of the median modelled run — trace counts, the same under every profile) and their
-/// Cannyls block sizes. Empty without traces.
-fn faster_than_baseline(cmp: &Comparison, judged: &Judgements) -> Vec<String> {
-    let (Some(b), Some((shipped, _))) = (cmp.baseline(), model_variants(cmp)) else {
-        return Vec::new();
-    };
-    let work = |w: usize, t: usize| -> Option<(DriveWork, u64)> {
-        let run = median_run(&cmp.cells[w][t].modelled(&shipped.id))?;
-        Some((
-            run.model.work.clone(),
-            u64::from(run.report.info.block_size),
-        ))
-    };
-    let describe = |d: &DriveWork, block: u64| {
-        let flushes = flush_total(d).unwrap_or(0);
-        format!(
-            "{} writes of {} MB, {} reads of {} MB, {} flushes or FUA writes, block size {block}",
-            opt_count(d.writes),
-            opt_mb(d.write_bytes),
-            opt_count(d.reads),
-            opt_mb(d.read_bytes),
-            format::thousands(flushes)
-        )
-    };
-    let mut out = Vec::new();
-    for (w, row) in judged.cells.iter().enumerate() {
-        for (t, j) in row.iter().enumerate() {
-            if !matches!(j, Some(j) if j.judgement == Judgement::Faster) {
-                continue;
-            }
-            let (Some((dt, bt)), Some((db, bb))) = (work(w, t), work(w, b)) else {
-                continue;
-            };
-            out.push(format!(
-                "{} on **{}**: {} against {}'s {}.",
-                md(&cmp.targets[t]),
-                md(&cmp.workloads[w]),
-                describe(&dt, bt),
-                md(&cmp.targets[b]),
-                describe(&db, bb)
-            ));
-        }
-    }
-    out
-}
-
-/// The method in one paragraph, for `judged`.
-fn method_line(judged: &Judgements, base: &str) -> String {
-    if judged.comparisons == 0 {
-        return format!(
-            "Not judged: with fewer than 2 rounds of a target and {base} there is no spread to \
-             judge by (N× is the ratio of medians)."
-        );
-    }
-    if judged.sequential {
-        let budget = match judged.budget_s {
-            Some(b) => format!("the budget ({})", format::time(b * 1e9)),
-            None => "the budget".to_string(),
-        };
-        return format!(
-            "N× is a target's total elapsed / {base}'s in the same round, the geometric mean \
-             over the rounds; [low–high] its anytime-valid confidence sequence (a t-mixture \
-             e-value, valid however the rounds are stopped; each at {:.2} %, so that all {} \
-             planned comparisons hold together at 95 %: Bonferroni; at least {} rounds to bound \
-             one). Each comparison ran until decided or until {budget} could fit no further \
-             round of it: within ±5 %: the interval lies inside 0.952–1.05; else slower or faster: \
-             it lies above or below 1; else undecided within the budget, with how much its rounds \
-             varied (the standard deviation of the log-ratio) and about how many rounds would \
-             have decided it at that spread and its ratio so far. The sequence assumes \
-             independent rounds of a normal shape, checked on noise measured here. Method and \
-             sources: `bencher-workloads/src/compare/sequential.rs`.",
-            judged.confidence * 100.0,
-            judged.comparisons,
-            judged.min_rounds
-        );
-    }
-    format!(
-        "N× is a target's total elapsed / {base}'s in the same round, the Hodges–Lehmann \
-         estimate over the rounds; [low–high] its confidence interval (the Wilcoxon signed-rank \
-         test's, distribution-free; each interval at {:.2} %, so that all {} comparisons hold \
-         together at 95 %: Bonferroni; that needs at least {} rounds, and a comparison with \
-         fewer is not judged). Within ±5 %: the interval lies inside 0.952–1.05; else slower \
-         or faster: it lies above or below 1; otherwise no difference was found at this \
-         resolution. Method and sources: `bencher-workloads/src/compare/stats.rs`.",
-        judged.confidence * 100.0,
-        judged.comparisons,
-        judged.min_rounds
-    )
-}
-
-/// The `## Summary` section a reader can stop after: the measured verdict and, where the runs
-/// were traced, the modelled drive's verdict with the range across the model's rule sets,
-/// each with what it measures and what it does not.
-pub fn verdict(cmp: &Comparison) -> String {
-    let (base, _) = baseline_words(cmp);
-    let base = md(&base);
-    let mut out = String::from("## Summary\n\n");
-    if cmp.targets.is_empty() || cmp.workloads.is_empty() {
-        out.push_str("No runs found under `runs/`.\n\n");
-        return out;
-    }
-    let files = plot_files(cmp);
-    let _ = writeln!(
-        out,
-        "### Measured on {}\n\nPer workload, each target's total elapsed against {base}'s:\n",
-        device_words(cmp)
-    );
-    let judged = judgements(cmp, Source::Measured);
-    for w in 0..cmp.workloads.len() {
-        let _ = writeln!(
-            out,
-            "- {}",
-            verdict_sentence_with(cmp, w, Source::Measured, &judged, None)
-        );
-    }
-    if let Some(rest) = rest_command(cmp, &judged) {
-        let m = rest.comparisons;
-        let _ = writeln!(
-            out,
-            "\n**To decide the rest**, run the comparisons left undecided on their own, with \
-             this run's device and scales: `{}`{} — a new run planning {m} comparison{} where \
-             this one planned {}, so each interval is at {:.2} % instead of {:.2} % (95 % for \
-             them together) and fewer rounds decide it; the budget is theirs alone.{}",
-            rest.command,
-            if cmp.meta.args.is_none() {
-                " (with this run's device options: SETUP.md)"
-            } else {
-                ""
-            },
-            if m == 1 { "" } else { "s" },
-            judged.comparisons,
-            (1.0 - sequential::alpha(m)) * 100.0,
-            judged.confidence * 100.0,
-            rest_size_sentence(cmp, &rest)
-        );
-    }
-    let why = faster_than_baseline(cmp, &judged);
-    if !why.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nWhere a target was faster than {base}, what it sent to the device, from the \
-             block traces (median run):\n"
-        );
-        for line in why {
-            let _ = writeln!(out, "- {line}");
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\n{} {}\n\n![measured ratios]({})\n",
-        method_line(&judged, &base),
-        measured_scope(cmp),
-        png_name(&files.ratios)
-    );
-    if let Some((shipped, variants)) = model_variants(cmp) {
-        let source = Source::Modelled(&shipped.id);
-        let _ = writeln!(
-            out,
-            "### Modelled on the drive: {} (`{}`)\n",
-            md(&shipped.name),
-            md(&shipped.id)
-        );
-        if let Some(sizes) = block_sizes(cmp) {
-            let _ = writeln!(
-                out,
-                "What needs no model: each target's Cannyls block size ({sizes}), and\n"
-            );
-        }
-        out.push_str(&reopen_table(cmp, &shipped.id));
-        let others: Vec<String> = variants[1..]
-            .iter()
-            .map(|p| format!("`{}`", md(&p.id)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "The same runs' block requests replayed through the drive model of \
-             docs/HDD-MODEL.md under its shipped rules (`{}`){}:\n",
-            md(&shipped.id),
-            if others.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ", with the lowest and highest ratio across its rule sets (`{}` and {})",
-                    md(&shipped.id),
-                    others.join(", ")
-                )
-            }
-        );
-        let judged = judgements(cmp, source);
-        let variants_opt = (variants.len() > 1).then_some(&variants[..]);
-        for w in 0..cmp.workloads.len() {
-            let _ = writeln!(
-                out,
-                "- {}",
-                verdict_sentence_with(cmp, w, source, &judged, variants_opt)
-            );
-        }
-        let scope = if cmp
-            .meta
-            .device
-            .as_deref()
-            .unwrap_or("")
-            .contains("hddsim emulate")
-        {
-            "The replay keeps the host's timing as measured on the emulated drive, so it agrees \
-             with the measured verdict under the emulated rule set; under the other rule sets it \
-             shows what the same requests would cost, not how the host would have reacted \
-             (only an emulated run shows that)."
-        } else {
-            "It models a spinning drive's seeks, rotation, cache and 512e read-modify-writes for \
-             the requests the runs really issued, with the host's timing as measured here: where \
-             the drive would have made the host wait longer, the replay understates it (an \
-             emulated run, `--device emulated`, shows that). The rule sets bracket what the \
-             sources allow; none is fitted to a measurement."
-        };
-        let _ = writeln!(out, "\n{} {scope}\n", method_line(&judged, &base));
-        if let Some(file) = &files.modelled {
-            let _ = writeln!(out, "![modelled ratios]({})\n", png_name(file));
-        }
-    }
-    out.push_str(&super::split::section(cmp));
-    out
-}
-
-/// What the measured tables are, what the modelled ones are, and why they may disagree,
 /// What the measured tables are, what the modelled ones are, and why they may disagree,
 /// from the device compare.sh described.
 fn measured_vs_modelled(cmp: &Comparison) -> String {
@@ -1386,51 +476,6 @@ fn measured_vs_modelled(cmp: &Comparison) -> String {
     measured + &modelled
 }
 
-fn summary_table(out: &mut String, cmp: &Comparison, source: Source<'_>) {
-    let ratios = ratio_matrix(cmp, source);
-    let judged = judgements(cmp, source);
-    let base = cmp.baseline();
-    out.push_str("| Workload |");
-    for t in &cmp.targets {
-        let _ = write!(out, " {} |", md(t));
-    }
-    out.push_str("\n| --- |");
-    for _ in &cmp.targets {
-        out.push_str(" ---: |");
-    }
-    out.push('\n');
-    for (w, (name, row)) in cmp.workloads.iter().zip(&ratios).enumerate() {
-        let _ = write!(out, "| {} |", md(name));
-        for (t, r) in row.iter().enumerate() {
-            let cell = &cmp.cells[w][t];
-            let counted = source.reports(cell).len();
-            let mut text = if Some(t) == base && r.is_some() {
-                "1".to_string()
-            } else {
-                format::ratio(*r)
-            };
-            if let Some(j) = judged.cells[w][t] {
-                text.push_str(j.judgement.mark());
-            }
-            if r.is_some() && counted < cmp.runs {
-                let _ = write!(text, " ({counted}/{} runs)", cmp.runs);
-            }
-            let _ = write!(out, " {text} |");
-        }
-        out.push('\n');
-    }
-    if let Some(b) = base {
-        let base = md(&cmp.targets[b]);
-        let _ = writeln!(
-            out,
-            "\nRatio of medians. ▲ slower, ▼ faster than {base} (the interval of the ratio lies \
-             above or below 1), = within ±5 % of {base}, ~ no difference found; no mark: fewer \
-             than 2 rounds to judge by (the Summary gives the intervals and the method)."
-        );
-    }
-    out.push('\n');
-}
-
 fn baseline_words(cmp: &Comparison) -> (String, bool) {
     match cmp.baseline() {
         Some(b) => (cmp.targets[b].clone(), cmp.targets[b] == "minfs"),
@@ -1438,9 +483,11 @@ fn baseline_words(cmp: &Comparison) -> (String, bool) {
     }
 }
 
-fn header(out: &mut String, cmp: &Comparison) {
+/// `## How the runs were made`: the scale, the rounds, the block sizes, the seed and the
+/// device in one sentence, and the link to SETUP.md.
+fn setup_paragraph(out: &mut String, cmp: &Comparison) {
     let m = &cmp.meta;
-    out.push_str("# minfs-bench comparison\n\n");
+    out.push_str("## How the runs were made\n\n");
     let mut facts = Vec::new();
     if let Some(s) = m.scale {
         facts.push(format!("scale {s}"));
@@ -1507,9 +554,10 @@ fn definitions(out: &mut String, cmp: &Comparison) {
         out,
         "**Total elapsed** is the sum of the operation times of a run (`total_elapsed_ns` of its \
          JSON report); the figure shown is the median over the runs that succeeded (the mean of \
-         the two middle ones for an even count), with the min–max over those runs. **Ratio** = a \
-         target's median total elapsed / {base}'s, so {base} = 1 and above 1 means slower than \
-         {base}."
+         the two middle ones for an even count), with the min–max over those runs. **Ratio** is \
+         the comparison's estimate of a target's total elapsed / {base}'s over the rounds it was \
+         judged on (the figure of the table at the top and of the verdicts), so {base} = 1 and \
+         above 1 means slower than {base}."
     );
     if !is_minfs {
         let _ = write!(
@@ -1527,9 +575,38 @@ fn definitions(out: &mut String, cmp: &Comparison) {
     out.push_str("\n\n");
 }
 
-fn measured_workload(out: &mut String, cmp: &Comparison, w: usize, cdf: Option<&str>) {
+/// The ratio column of a workload's table: 1 for the baseline, else the comparison's estimate
+/// ([`super::verdict`]; the same figure as everywhere in the report), `—` without one.
+fn estimate_cell(
+    verdicts: &Verdicts,
+    w: usize,
+    t: usize,
+    base: Option<usize>,
+    any: bool,
+) -> String {
+    if Some(t) == base {
+        return if any {
+            "1".to_string()
+        } else {
+            "—".to_string()
+        };
+    }
+    format::ratio(
+        verdicts.cells[w][t]
+            .as_ref()
+            .map(|v| v.estimate)
+            .filter(|e| e.is_finite()),
+    )
+}
+
+fn measured_workload(
+    out: &mut String,
+    cmp: &Comparison,
+    verdicts: &Verdicts,
+    w: usize,
+    cdf: Option<&str>,
+) {
     let name = &cmp.workloads[w];
-    let ratios = ratio_matrix(cmp, Source::Measured);
     let _ = writeln!(out, "## {}\n", md(name));
     out.push_str(
         "| Target | total elapsed, median (min–max) | ratio | MB/s | wall, median | runs ok |\n\
@@ -1549,10 +626,7 @@ fn measured_workload(out: &mut String, cmp: &Comparison, w: usize, cdf: Option<&
             ),
             None => "—".to_string(),
         };
-        let ratio = match ratios[w][t] {
-            Some(_) if Some(t) == base => "1".to_string(),
-            r => format::ratio(r),
-        };
+        let ratio = estimate_cell(verdicts, w, t, base, f.total.is_some());
         let _ = writeln!(
             out,
             "| {} | {total} | {ratio} | {} | {} | {} |",
@@ -1601,19 +675,19 @@ fn measured_workload(out: &mut String, cmp: &Comparison, w: usize, cdf: Option<&
 
 /// Of `runs`, the one whose modelled total is the median (the lower of the two middle ones
 /// for an even count; ties keep the earlier run).
-fn median_run<'a>(runs: &[&'a Modelled]) -> Option<&'a Modelled> {
+pub(super) fn median_run<'a>(runs: &[&'a Modelled]) -> Option<&'a Modelled> {
     let mut v = runs.to_vec();
     v.sort_by_key(|m| m.report.total_elapsed_ns);
     v.get(v.len().saturating_sub(1) / 2).copied()
 }
 
 /// A count with thousands separators (`12,345`), or `—`.
-fn opt_count(c: Option<u64>) -> String {
+pub(super) fn opt_count(c: Option<u64>) -> String {
     c.map_or_else(|| "—".to_string(), format::thousands)
 }
 
 /// Bytes as MB (10^6) with one decimal, or `—`.
-fn opt_mb(bytes: Option<u64>) -> String {
+pub(super) fn opt_mb(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "—".to_string(), |b| format!("{:.1}", b as f64 / 1e6))
 }
 
@@ -1627,7 +701,7 @@ fn sum2(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 /// Flushes, pre-flushed writes and FUA writes together (`None` when the run has none of the
 /// three figures).
-fn flush_total(d: &DriveWork) -> Option<u64> {
+pub(super) fn flush_total(d: &DriveWork) -> Option<u64> {
     match (d.flushes, d.preflush_writes, d.fua_writes) {
         (None, None, None) => None,
         (f, p, u) => Some(f.unwrap_or(0) + p.unwrap_or(0) + u.unwrap_or(0)),
@@ -1752,9 +826,17 @@ fn write_hits_table(out: &mut String, cmp: &Comparison, w: usize, profile: &str)
     }
 }
 
-fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Option<&str>) {
-    let source = Source::Modelled(&p.id);
+fn modelled_section(
+    out: &mut String,
+    cmp: &Comparison,
+    judged: &Judged,
+    p: &Profile,
+    plot: Option<&str>,
+) {
     let (base, _) = baseline_words(cmp);
+    let Some(verdicts) = judged.modelled.get(&p.id) else {
+        return;
+    };
     let _ = writeln!(out, "# Modelled on {}\n", md(&profile_title(p)));
     let _ = writeln!(
         out,
@@ -1769,7 +851,13 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Optio
         md(&base)
     );
     out.push_str("## Summary: ratio of modelled total elapsed\n\n");
-    summary_table(out, cmp, source);
+    out.push_str(&summary::table(cmp, verdicts));
+    let _ = writeln!(
+        out,
+        "\n{} Judged as the measured runs are, on the replays' totals, the states the \
+         replays'.\n",
+        summary::legend(&md(&base), verdicts)
+    );
     if let Some(plot) = plot {
         let _ = writeln!(
             out,
@@ -1777,7 +865,6 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Optio
              sets: [{plot}]({plot})\n"
         );
     }
-    let ratios = ratio_matrix(cmp, source);
     let base_idx = cmp.baseline();
     for (w, name) in cmp.workloads.iter().enumerate() {
         let _ = writeln!(out, "## {} (modelled)\n", md(name));
@@ -1806,23 +893,19 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Optio
                 ),
                 None => "—".to_string(),
             };
-            let ratio = match ratios[w][t] {
-                Some(_) if Some(t) == base_idx => "1".to_string(),
-                r => format::ratio(r),
-            };
+            let ratio = estimate_cell(verdicts, w, t, base_idx, f.total.is_some());
             let over = match (f.total, limit) {
                 (Some((m, _, _)), Some(l)) if l > 0.0 => Some(m / l),
                 _ => None,
             };
             let _ = writeln!(
                 out,
-                "| {} | {total} | {ratio} | {} | {} | {} | {}/{} |",
+                "| {} | {total} | {ratio} | {} | {} | {} | {} |",
                 md(target),
                 format::mb_per_sec(f.bw),
                 format::opt_time(limit),
                 format::ratio(over),
-                rs.len(),
-                cmp.runs
+                runs_count(cmp, rs.len())
             );
             reports.push(rs);
         }
@@ -1833,19 +916,20 @@ fn modelled_section(out: &mut String, cmp: &Comparison, p: &Profile, plot: Optio
     }
 }
 
-/// The whole `report.md`.
-pub fn markdown(cmp: &Comparison) -> String {
+/// The whole `report.md`: the first screen, the verdicts, the drive's states, the method, the
+/// modelled verdict and the block-size split ([`summary`], from the one judgement `judged`),
+/// then how the runs were made and the tables per workload, measured and modelled.
+pub fn markdown(cmp: &Comparison, judged: &Judged, facts: &SetupFacts) -> String {
     let files = plot_files(cmp);
-    let mut out = String::new();
-    header(&mut out, cmp);
-    out.push_str(&verdict(cmp));
+    let mut out = summary::first_screen(cmp, judged, facts);
+    out.push_str(&summary::verdicts_section(cmp, judged));
+    out.push_str(&summary::states_section(cmp, judged));
+    out.push_str(&summary::method_section(cmp, judged));
+    out.push_str(&summary::modelled_summary(cmp, judged));
+    out.push_str(&super::split::section(cmp, judged));
+    setup_paragraph(&mut out, cmp);
     definitions(&mut out, cmp);
-    let (base, _) = baseline_words(cmp);
-    let _ = writeln!(out, "## Summary: ratio of total elapsed to {}\n", md(&base));
-    if cmp.targets.is_empty() || cmp.workloads.is_empty() {
-        out.push_str("No runs found under `runs/`.\n\n");
-    } else {
-        summary_table(&mut out, cmp, Source::Measured);
+    if !cmp.targets.is_empty() && !cmp.workloads.is_empty() {
         let _ = writeln!(
             out,
             "Ratios by workload, with their intervals: [{0}]({0}) (and [PNG]({1}))\n",
@@ -1854,10 +938,10 @@ pub fn markdown(cmp: &Comparison) -> String {
         );
     }
     for w in 0..cmp.workloads.len() {
-        measured_workload(&mut out, cmp, w, files.cdf[w].as_deref());
+        measured_workload(&mut out, cmp, &judged.measured, w, files.cdf[w].as_deref());
     }
     for p in &cmp.profiles {
-        modelled_section(&mut out, cmp, p, files.modelled.as_deref());
+        modelled_section(&mut out, cmp, judged, p, files.modelled.as_deref());
     }
     // One trailing newline.
     while out.ends_with("\n\n") {

@@ -10,12 +10,13 @@
 //!     total           the file system        the block size
 //! ```
 //!
-//! Each of the three is estimated from the same rounds (those in which all three ran) like
-//! every ratio of the report: the Hodges–Lehmann estimate of the per-round log-ratios, with the
-//! signed-rank interval ([`stats::paired_interval`]; in a budget run, whose comparisons stopped
-//! when decided, the confidence sequence's, [`super::sequential`]), here at 95 % each — they describe the
-//! split of a gap, they are not verdicts. The per-round ratios multiply exactly; the three
-//! estimates, each taken on its own, multiply to about the total.
+//! The total and the file system's part are the report's own comparisons (`fs` and `fs@4096`
+//! against minfs): their estimates and intervals are the verdicts' ([`super::verdict`]), the
+//! same figures as everywhere in the report. The block size's part is `fs` against `fs@4096`
+//! over the rounds in which both ran, estimated the way the report's method estimates (a
+//! budget run: its confidence sequence's — the mean's or the median's; a fixed-count run:
+//! Hodges–Lehmann) with an interval at 95 % — a description of the gap, not a verdict. Each of the three comes
+//! from its own rounds, so the estimates multiply only about to the total.
 
 use std::fmt::Write as _;
 
@@ -24,6 +25,7 @@ use super::layout::Comparison;
 use super::render::{model_variants, round_totals};
 use super::sequential;
 use super::stats::{self, Interval};
+use super::verdict::{Judged, Sequence, Verdicts};
 use super::Source;
 
 /// The block size minfs runs Cannyls at, and the `@` suffix of a target at that size.
@@ -38,12 +40,9 @@ pub struct Split {
     pub target: usize,
     /// The index of the same at 4096 (`ext4@4096`).
     pub at_4096: usize,
-    /// `ext4` against minfs: the whole gap.
-    pub total: Interval,
-    /// `ext4@4096` against minfs: the file system's part.
-    pub file_system: Interval,
-    /// `ext4` against `ext4@4096`: the block size's part.
-    pub block_size: Interval,
+    /// The block size's part: `ext4` against `ext4@4096` (its estimate, and its interval when
+    /// bounded), and the rounds it comes from.
+    pub block_size: (f64, Option<Interval>, usize),
 }
 
 /// Whether every report of target `t` in `source` that names its block size names 4096.
@@ -80,95 +79,71 @@ pub fn pairs(cmp: &Comparison, source: Source<'_>) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// The ratio of the one round in which both `a` and `b` ran (no interval: from 0 to
-/// infinity), `None` unless there is exactly one.
-fn one_round(a: &[Option<f64>], b: &[Option<f64>]) -> Option<Interval> {
-    let both: Vec<f64> = a
-        .iter()
-        .zip(b)
-        .filter_map(|(a, b)| Some(a.as_ref()? / b.as_ref()?))
-        .collect();
-    match both[..] {
-        [r] if r.is_finite() && r > 0.0 => Some(Interval {
-            ratio: r,
-            low: 0.0,
-            high: f64::INFINITY,
-            rounds: 1,
-        }),
-        _ => None,
-    }
-}
-
-/// Per workload and pair of [`pairs`], the split over the rounds in which the target, its
-/// `@4096` twin and minfs all ran (a single round gives its ratios, without intervals).
-pub fn splits(cmp: &Comparison, source: Source<'_>) -> Vec<Split> {
-    let Some(b) = cmp.baseline() else {
+/// Per workload and pair of [`pairs`], the block size's part over the rounds in which the
+/// target and its `@4096` twin both ran; the total and the file system's part are the
+/// comparisons' own (in `verdicts`).
+pub fn splits(cmp: &Comparison, source: Source<'_>, verdicts: &Verdicts) -> Vec<Split> {
+    if cmp.baseline().is_none() {
         return Vec::new();
-    };
-    let confidence = stats::confidence(1);
+    }
     let mut out = Vec::new();
     for (w, row) in cmp.cells.iter().enumerate() {
-        let base = round_totals(&row[b], source);
         for (t, at) in pairs(cmp, source) {
-            let fs = round_totals(&row[t], source);
-            let fs4 = round_totals(&row[at], source);
-            // Only the rounds in which all three ran.
-            let all = |k: usize| {
-                [&fs, &fs4, &base]
-                    .iter()
-                    .all(|v| v.get(k).copied().flatten().is_some_and(|x| x > 0.0))
-            };
-            let n = base.len().min(fs.len()).min(fs4.len());
-            let keep = |v: &[Option<f64>]| -> Vec<Option<f64>> {
-                (0..n).map(|k| v[k].filter(|_| all(k))).collect()
-            };
-            let (fs, fs4, base) = (keep(&fs), keep(&fs4), keep(&base));
-            let ratio = |a: &[Option<f64>], b: &[Option<f64>]| {
-                if cmp.meta.sequential() {
-                    // A budget run stopped its comparisons when decided: an interval that
-                    // stays valid under that stopping (at 95 % each, like these).
-                    sequential::interval(&sequential::paired_log_ratios(a, b), 1.0 - confidence)
-                        .or_else(|| one_round(a, b))
-                } else {
-                    stats::paired_interval(a, b, confidence).or_else(|| one_round(a, b))
-                }
-            };
-            let (Some(total), Some(file_system), Some(block_size)) =
-                (ratio(&fs, &base), ratio(&fs4, &base), ratio(&fs, &fs4))
-            else {
+            if verdicts.cells[w][t].is_none() || verdicts.cells[w][at].is_none() {
                 continue;
+            }
+            let d = sequential::paired_log_ratios(
+                &round_totals(&row[t], source),
+                &round_totals(&row[at], source),
+            );
+            if d.is_empty() {
+                continue;
+            }
+            let alpha = 1.0 - stats::confidence(1);
+            let interval = if cmp.meta.sequential() {
+                let mut s = Sequence::new(alpha, verdicts.method);
+                for x in &d {
+                    s.push(*x, None, None);
+                }
+                s.interval()
+            } else {
+                let x: Vec<Option<f64>> = d.iter().map(|x| Some(x.exp())).collect();
+                let one = vec![Some(1.0); d.len()];
+                stats::paired_interval(&x, &one, 1.0 - alpha)
             };
+            let estimate = interval.map_or_else(
+                || (d.iter().sum::<f64>() / d.len() as f64).exp(),
+                |i| i.ratio,
+            );
             out.push(Split {
                 workload: w,
                 target: t,
                 at_4096: at,
-                total,
-                file_system,
-                block_size,
+                block_size: (
+                    estimate,
+                    interval.filter(|i| i.high.is_finite() && i.low > 0.0),
+                    d.len(),
+                ),
             });
         }
     }
     out
 }
 
-/// `2.91× [2.80–3.02]`; without a finite interval (too few rounds for 95 %) the estimate
-/// alone.
-fn estimate(i: &Interval) -> String {
-    if i.high.is_finite() {
-        format!(
-            "{}× [{}–{}]",
-            format::ratio(Some(i.ratio)),
-            format::ratio(Some(i.low)),
-            format::ratio(Some(i.high))
-        )
-    } else {
-        format!("{}×", format::ratio(Some(i.ratio)))
+/// `2.91× [2.80–3.02]` (rounded outward); without a bounded interval the estimate alone.
+fn estimate(ratio: f64, i: Option<&Interval>) -> String {
+    match i {
+        Some(i) => {
+            let [e, lo, hi] = format::outward(ratio, i.low, i.high, |_, _| true);
+            format!("{e}× [{lo}–{hi}]")
+        }
+        None => format!("{}×", format::ratio(Some(ratio))),
     }
 }
 
 /// The table of `source`'s splits (empty without any).
-fn table(cmp: &Comparison, source: Source<'_>) -> String {
-    let rows = splits(cmp, source);
+fn table(cmp: &Comparison, source: Source<'_>, verdicts: &Verdicts) -> String {
+    let rows = splits(cmp, source, verdicts);
     if rows.is_empty() {
         return String::new();
     }
@@ -177,43 +152,54 @@ fn table(cmp: &Comparison, source: Source<'_>) -> String {
          | --- | --- | ---: | ---: | ---: | ---: |\n",
     );
     for s in &rows {
+        let (Some(total), Some(fs)) = (
+            verdicts.cells[s.workload][s.target].as_ref(),
+            verdicts.cells[s.workload][s.at_4096].as_ref(),
+        ) else {
+            continue;
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} / {} / {} |",
             md(&cmp.workloads[s.workload]),
             md(&cmp.targets[s.target]),
-            estimate(&s.total),
-            estimate(&s.file_system),
-            estimate(&s.block_size),
-            s.total.rounds
+            super::summary::cell_text(total),
+            super::summary::cell_text(fs),
+            estimate(s.block_size.0, s.block_size.1.as_ref()),
+            total.judged.len(),
+            fs.judged.len(),
+            s.block_size.2
         );
     }
     out.push('\n');
     out
 }
 
-/// The Summary's `### Block size or file system` part: the measured split and, where the
-/// runs were modelled, the shipped profile's; empty where no target has its `@4096` twin.
-pub fn section(cmp: &Comparison) -> String {
-    let measured = table(cmp, Source::Measured);
-    let modelled = model_variants(cmp)
-        .map(|(shipped, _)| (shipped, table(cmp, Source::Modelled(&shipped.id))));
+/// The `## Block size or file system` section: the measured split and, where the runs were
+/// modelled, the shipped profile's; empty where no target has its `@4096` twin.
+pub fn section(cmp: &Comparison, judged: &Judged) -> String {
+    let measured = table(cmp, Source::Measured, &judged.measured);
+    let modelled = model_variants(cmp).and_then(|(shipped, _)| {
+        let v = judged.modelled.get(&shipped.id)?;
+        Some((shipped, table(cmp, Source::Modelled(&shipped.id), v)))
+    });
     let modelled_empty = modelled.as_ref().is_none_or(|(_, t)| t.is_empty());
     if measured.is_empty() && modelled_empty {
         return String::new();
     }
     let mut out = String::from(
-        "### Block size or file system\n\n\
+        "## Block size or file system\n\n\
          minfs runs Cannyls at block size 4096, a file system target at Cannyls' default \
          (512), and `fs@4096` is the same file system with Cannyls at 4096. So per workload \
          **total** = fs against minfs (the whole gap), **at 4096** = fs@4096 against minfs \
          (the file system's own part, both at 4096; for `raw`, the bare device against minfs \
          at the same block size), **block size part** = fs against fs@4096 \
          (what Cannyls' block size costs on that file system); in each round the two parts \
-         multiply to the total. Each is the Hodges–Lehmann estimate over the rounds in which \
-         all three ran (the same rounds for the three), with its 95 % signed-rank interval \
-         taken on its own (a description of the gap, not a verdict; no interval with fewer \
-         than 6 rounds, the round's own ratios with one).\n\n",
+         multiply to the total. The total and the file system's part are those comparisons' \
+         own estimates, marks and intervals (as in the table at the top); the block size part \
+         is estimated the same way over the rounds in which fs and fs@4096 both ran, with an \
+         interval at 95 % (a description of the gap, not a verdict). **rounds**: the rounds \
+         each of the three comes from, so the three estimates multiply only about.\n\n",
     );
     if !measured.is_empty() {
         let _ = write!(out, "Measured:\n\n{measured}");

@@ -33,11 +33,17 @@
 //! narrower interval to be called), which the sizing of the default run takes into account.
 //!
 //! # Verdict
-//! - **slower** / **faster**: the interval lies above / below 1;
+//! Three regions that exclude each other, on the ratio's interval ([`judge`]):
+//! - **slower by more than 5 %**: the interval lies above 1.05;
 //! - **within ±5 %**: the interval lies inside 1/1.05 – 1.05 (an equivalence margin, at the
-//!   same simultaneous confidence);
-//! - **no difference found**: neither — the runs cannot tell at this resolution;
-//! - not judged: fewer than 2 paired rounds (no spread to judge by).
+//!   same simultaneous confidence); when it also excludes 1 the report says on which side
+//!   ([`Interval::side`]);
+//! - **faster by more than 5 %**: the interval lies below 1/1.05;
+//! - **undecided**: none of these (the interval straddles 1.05 or 1/1.05); the report says
+//!   when it nevertheless excludes 1.
+//!
+//! A run that stops a comparison once decided ([`super::sequential`]) stops only inside one
+//! region, so the verdict does not depend on which boundary the interval crossed first.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -60,28 +66,61 @@ pub struct Interval {
     pub rounds: usize,
 }
 
-/// What a report says of a target against the baseline.
+/// What a report says of a target against the baseline: the region its interval lies in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Judgement {
-    /// The interval lies above 1.
+    /// The interval lies above 1.05: slower by more than 5 %.
     Slower,
-    /// The interval lies below 1.
+    /// The interval lies below 1/1.05: faster by more than 5 %.
     Faster,
-    /// The interval lies inside the equivalence margin.
+    /// The interval lies inside 1/1.05 – 1.05: within ±5 %.
     Equal,
     /// None of these.
     Undecided,
 }
 
+/// On which side of 1 an interval lies, when it excludes 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Above 1: the target is slower.
+    Slower,
+    /// Below 1: the target is faster.
+    Faster,
+}
+
 impl Judgement {
-    /// The mark the summary tables put after a ratio.
-    pub fn mark(self) -> &'static str {
-        match self {
-            Judgement::Slower => " ▲",
-            Judgement::Faster => " ▼",
-            Judgement::Equal => " =",
-            Judgement::Undecided => " ~",
+    /// The mark of the report's tables: ▲ slower by more than 5 %, ▼ faster by more than 5 %,
+    /// = within ±5 %, ? undecided; with `side`, a small ▴ or ▾ after = or ? where the
+    /// interval also excludes 1.
+    pub fn mark(self, side: Option<Side>) -> &'static str {
+        match (self, side) {
+            (Judgement::Slower, _) => "▲",
+            (Judgement::Faster, _) => "▼",
+            (Judgement::Equal, Some(Side::Slower)) => "=▴",
+            (Judgement::Equal, Some(Side::Faster)) => "=▾",
+            (Judgement::Equal, None) => "=",
+            (Judgement::Undecided, Some(Side::Slower)) => "?▴",
+            (Judgement::Undecided, Some(Side::Faster)) => "?▾",
+            (Judgement::Undecided, None) => "?",
         }
+    }
+}
+
+impl Interval {
+    /// The side of 1 the interval lies on, `None` when it holds 1.
+    pub fn side(&self) -> Option<Side> {
+        side(self.low, self.high)
+    }
+}
+
+/// The side of 1 an interval from `low` to `high` lies on, `None` when it holds 1.
+pub fn side(low: f64, high: f64) -> Option<Side> {
+    if low > 1.0 {
+        Some(Side::Slower)
+    } else if high < 1.0 {
+        Some(Side::Faster)
+    } else {
+        None
     }
 }
 
@@ -179,19 +218,34 @@ pub fn min_rounds(confidence: f64) -> usize {
         .unwrap_or(64)
 }
 
-/// The verdict on an interval. An interval inside the equivalence margin is **within ±5 %**
-/// even when it excludes 1 (a 1 % difference measured precisely is not "slower"); else it is
-/// slower or faster when it lies above or below 1.
-pub fn judge(i: &Interval) -> Judgement {
-    if i.low >= 1.0 / (1.0 + EQUIVALENCE_MARGIN) && i.high <= 1.0 + EQUIVALENCE_MARGIN {
-        Judgement::Equal
-    } else if i.low > 1.0 {
+/// The upper end of the equivalence margin, 1.05.
+pub fn margin_high() -> f64 {
+    1.0 + EQUIVALENCE_MARGIN
+}
+
+/// The lower end of the equivalence margin, 1/1.05 (0.952…).
+pub fn margin_low() -> f64 {
+    1.0 / (1.0 + EQUIVALENCE_MARGIN)
+}
+
+/// The region an interval from `low` to `high` lies in: above 1.05 slower, below 1/1.05 faster,
+/// inside 1/1.05 – 1.05 within ±5 % (the ends included), else undecided. The regions exclude
+/// each other.
+pub fn region(low: f64, high: f64) -> Judgement {
+    if low > margin_high() {
         Judgement::Slower
-    } else if i.high < 1.0 {
+    } else if high < margin_low() {
         Judgement::Faster
+    } else if low >= margin_low() && high <= margin_high() {
+        Judgement::Equal
     } else {
         Judgement::Undecided
     }
+}
+
+/// The verdict on an interval ([`region`]).
+pub fn judge(i: &Interval) -> Judgement {
+    region(i.low, i.high)
 }
 
 /// The smallest number of rounds whose interval, at `confidence`, would be at most
@@ -274,11 +328,22 @@ mod tests {
             high,
             rounds: 5,
         };
-        assert_eq!(judge(&i(1.01, 1.2)), Judgement::Slower);
-        assert_eq!(judge(&i(0.8, 0.99)), Judgement::Faster);
+        assert_eq!(judge(&i(1.051, 1.2)), Judgement::Slower);
+        assert_eq!(judge(&i(0.8, 0.952)), Judgement::Faster);
         assert_eq!(judge(&i(0.97, 1.04)), Judgement::Equal);
         assert_eq!(judge(&i(0.9, 1.04)), Judgement::Undecided);
         assert_eq!(judge(&i(0.97, 1.06)), Judgement::Undecided);
+        // Above 1 but straddling 1.05: not "slower" (which would overlap "within ±5 %").
+        assert_eq!(judge(&i(1.01, 1.2)), Judgement::Undecided);
+        assert_eq!(i(1.01, 1.2).side(), Some(Side::Slower));
+        assert_eq!(judge(&i(0.8, 0.99)), Judgement::Undecided);
+        assert_eq!(i(0.8, 0.99).side(), Some(Side::Faster));
+        // Within ±5 % and above 1: within, with the side beside it.
+        assert_eq!(judge(&i(1.01, 1.04)), Judgement::Equal);
+        assert_eq!(Judgement::Equal.mark(i(1.01, 1.04).side()), "=▴");
+        // The ends of the margin belong to "within".
+        assert_eq!(judge(&i(margin_low(), margin_high())), Judgement::Equal);
+        assert_eq!(judge(&i(1.05 + 1e-12, 1.3)), Judgement::Slower);
     }
 
     #[test]

@@ -836,24 +836,16 @@ pub fn compress(dir: &Path) {
     }
 }
 
-/// The report's Summary section (report.md's first section) for the terminal: without
-/// images and bold marks, runs of blank lines squeezed.
+/// The report's first screen (report.md up to its first `## ` section: the verdicts' table)
+/// for the terminal: without its title, images and bold marks, runs of blank lines squeezed.
 pub fn summary(report: &str) -> String {
     let mut out = String::new();
-    let mut on = false;
-    let mut blank = false;
+    let mut blank = true;
     for l in report.lines() {
-        if l == "## Summary" {
-            on = true;
-            continue;
-        }
-        if !on {
-            continue;
-        }
         if l.starts_with("## ") {
             break;
         }
-        if l.starts_with("![") {
+        if l.starts_with("# ") || l.starts_with("![") {
             continue;
         }
         let l = l.replace("**", "");
@@ -963,9 +955,9 @@ mod tests {
     }
 
     #[test]
-    fn the_summary_is_the_first_section_without_images() {
-        let r = "# R\n\n## Summary\n\n**a** b\n\n\n![x](y.svg)\n\nc\n## Next\nd\n";
-        assert_eq!(summary(r), "\na b\n\nc\n");
+    fn the_summary_is_the_first_screen_without_images() {
+        let r = "# R\n\n**a** b\n\n\n![x](y.svg)\n\nc\n## Next\nd\n";
+        assert_eq!(summary(r), "a b\n\nc\n");
     }
 
     #[test]
