@@ -13,96 +13,29 @@ use common::markdown::{prose_lines, repo, table_after};
 const TABLE_START: &str = "<!-- verdict-table ";
 const TABLE_END: &str = "<!-- /verdict-table -->";
 
-/// One comparison's verdict as a report's summary states it.
-#[derive(Debug, Clone, PartialEq)]
-struct Verdict {
-    /// `slower`, `faster`, `within ±5 %`, `undecided` (or the report's own words for another).
-    verdict: String,
-    ratio: String,
-    interval: Option<String>,
-}
-
-/// Splits `s` at `sep` where it is outside parentheses and brackets.
-fn split_top(s: &str, sep: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut i = 0;
-    while i < s.len() {
-        let c = s[i..].chars().next().unwrap();
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            _ => {}
-        }
-        if depth == 0 && s[i..].starts_with(sep) {
-            parts.push(s[start..i].to_string());
-            i += sep.len();
-            start = i;
-            continue;
-        }
-        i += c.len_utf8();
-    }
-    parts.push(s[start..].to_string());
-    parts
-}
-
-/// The verdict label of a summary's group ("slower than minfs", "within ±5 % of minfs",
-/// "undecided against minfs within the budget") in a table cell's words.
-fn verdict_word(label: &str) -> String {
-    let label = label.trim();
-    for word in ["slower", "faster", "undecided"] {
-        if label.starts_with(word) {
-            return word.to_string();
-        }
-    }
-    label
-        .trim_end_matches(" of minfs")
-        .trim_end_matches(" minfs")
-        .to_string()
-}
-
-/// Each (workload, target)'s verdict.
-type Verdicts = BTreeMap<(String, String), Verdict>;
-
-/// The measured verdicts of a report's summary: workload → target → verdict, and the
-/// workloads in the report's order. `None` when the report has no measured summary.
-fn measured_verdicts(report: &str) -> Option<(Vec<String>, Verdicts)> {
+/// The first table of a report (its first screen): the targets of its header, and per
+/// workload, in the report's order, each target's cell as written (estimate, mark, interval).
+/// `None` when the report has no such table.
+fn first_table(report: &str) -> Option<(Vec<String>, Vec<(String, Vec<String>)>)> {
     let lines: Vec<&str> = report.lines().collect();
-    let start = lines.iter().position(|l| l.starts_with("### Measured"))?;
-    let mut workloads = Vec::new();
-    let mut verdicts = BTreeMap::new();
-    for line in &lines[start + 1..] {
-        if line.starts_with('#') {
+    let start = lines.iter().position(|l| l.starts_with("| Workload |"))?;
+    let cells = |l: &str| -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let targets = cells(lines[start])[1..].to_vec();
+    let mut rows = Vec::new();
+    for line in &lines[start + 2..] {
+        if !line.starts_with('|') {
             break;
         }
-        let Some(rest) = line.strip_prefix("- **") else {
-            continue;
-        };
-        let (workload, body) = rest.split_once("**: ")?;
-        workloads.push(workload.to_string());
-        for group in split_top(body.trim_end_matches('.'), "; ") {
-            let (label, items) = group.split_once(": ")?;
-            for item in split_top(items, ", ") {
-                let mut words = item.split_whitespace();
-                let target = words.next()?.to_string();
-                let ratio = words.next()?.to_string();
-                let interval = item
-                    .split_once(" [")
-                    .and_then(|(_, r)| r.split_once(']'))
-                    .map(|(i, _)| format!("[{i}]"));
-                verdicts.insert(
-                    (workload.to_string(), target),
-                    Verdict {
-                        verdict: verdict_word(label),
-                        ratio,
-                        interval,
-                    },
-                );
-            }
-        }
+        let c = cells(line);
+        rows.push((c[0].clone(), c[1..].to_vec()));
     }
-    Some((workloads, verdicts))
+    Some((targets, rows))
 }
 
 /// A target's column header: `ext4@4096` is "ext4, Cannyls at 4 KiB".
@@ -119,50 +52,19 @@ fn column(target: &str) -> String {
     }
 }
 
-/// The README's table for the run in `dir` (relative to the repository): one row per
-/// workload, one column per target other than minfs, each cell the verdict, the ratio and the
-/// interval as the run's report.md states them.
+/// The README's table for the run in `dir` (relative to the repository): its report's first
+/// table, one row per workload, one column per target other than minfs, each cell as the
+/// report writes it (the estimate, the verdict's mark, the interval).
 fn render_table(dir: &str) -> Result<String, String> {
-    let run = repo().join(dir);
-    let report = std::fs::read_to_string(run.join("report.md"))
+    let report = std::fs::read_to_string(repo().join(dir).join("report.md"))
         .map_err(|e| format!("{dir}/report.md: {e}"))?;
-    let compare: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(run.join("compare.json"))
-            .map_err(|e| format!("{dir}/compare.json: {e}"))?,
-    )
-    .map_err(|e| format!("{dir}/compare.json: {e}"))?;
-    let targets: Vec<String> = compare["targets"]
-        .as_array()
-        .ok_or(format!("{dir}/compare.json has no targets"))?
-        .iter()
-        .filter_map(|t| t.as_str())
-        .filter(|t| *t != "minfs")
-        .map(String::from)
-        .collect();
-    let (workloads, verdicts) =
-        measured_verdicts(&report).ok_or(format!("{dir}/report.md has no measured summary"))?;
+    let (targets, rows) =
+        first_table(&report).ok_or(format!("{dir}/report.md has no first table"))?;
     let mut out = String::new();
     let header: Vec<String> = targets.iter().map(|t| column(t)).collect();
     out += &format!("| workload | {} |\n", header.join(" | "));
     out += &format!("| --- |{}\n", " --- |".repeat(targets.len()));
-    for w in &workloads {
-        let cells: Vec<String> = targets
-            .iter()
-            .map(|t| match verdicts.get(&(w.clone(), t.clone())) {
-                None => "—".to_string(),
-                Some(v) => {
-                    let ratio = if matches!(v.verdict.as_str(), "slower" | "faster") {
-                        format!("**{}**", v.ratio)
-                    } else {
-                        v.ratio.clone()
-                    };
-                    match &v.interval {
-                        Some(i) => format!("{ratio} {} {i}", v.verdict),
-                        None => format!("{ratio} {}", v.verdict),
-                    }
-                }
-            })
-            .collect();
+    for (w, cells) in rows {
         out += &format!("| {w} | {} |\n", cells.join(" | "));
     }
     Ok(out)
@@ -246,28 +148,17 @@ fn the_readme_table_is_what_its_run_shows() {
 }
 
 #[test]
-fn a_report_summary_is_read_as_written() {
-    let report = "## Summary\n\n### Measured on the emulated drive\n\n\
-        - **seq-4m**: slower than minfs: xfs 1.12× [1.02–1.22] (4 rounds); within ±5 % of minfs: \
-        ext4@4096 1.00× [0.96–1.05] (3 rounds); undecided against minfs within the budget: ext4 \
-        1.04× [0.65–1.66] (4 rounds; rounds vary by 3.7 %, about 25 would decide it).\n\
-        - **durable-256k**: faster than minfs: ext4 0.50× [0.40–0.60] (3 rounds).\n\n\
-        ### Modelled\n\n- **seq-4m**: slower than minfs: ext4 9.99× [9.00–9.99] (3 rounds).\n";
-    let (workloads, v) = measured_verdicts(report).unwrap();
-    assert_eq!(workloads, ["seq-4m", "durable-256k"]);
-    let get = |w: &str, t: &str| v[&(w.to_string(), t.to_string())].clone();
-    assert_eq!(get("seq-4m", "xfs").verdict, "slower");
-    assert_eq!(get("seq-4m", "ext4@4096").verdict, "within ±5 %");
-    assert_eq!(
-        get("seq-4m", "ext4"),
-        Verdict {
-            verdict: "undecided".into(),
-            ratio: "1.04×".into(),
-            interval: Some("[0.65–1.66]".into())
-        }
-    );
-    assert_eq!(get("durable-256k", "ext4").verdict, "faster");
-    assert_eq!(v.len(), 4, "the modelled section is not read: {v:?}");
+fn a_reports_first_table_is_read_as_written() {
+    let report = "# minfs-bench comparison\n\n**2 of 3 comparisons decided**\n\n\
+        | Workload | ext4 | xfs@4096 |\n| --- | --- | --- |\n\
+        | seq-4m | 1.12 ▲ [1.06–1.19] | 1.01 = [0.99–1.03] |\n\
+        | durable-256k | 2.57 ? [0.9–3.1] | 1.40 ▲ [1.30–1.51] |\n\nLegend.\n\n\
+        | Workload | other |\n";
+    let (targets, rows) = first_table(report).unwrap();
+    assert_eq!(targets, ["ext4", "xfs@4096"]);
+    assert_eq!(rows.len(), 2, "the second table is not read: {rows:?}");
+    assert_eq!(rows[0].0, "seq-4m");
+    assert_eq!(rows[1].1, ["2.57 ? [0.9–3.1]", "1.40 ▲ [1.30–1.51]"]);
     assert_eq!(column("xfs@4096"), "XFS, Cannyls at 4 KiB");
 }
 
