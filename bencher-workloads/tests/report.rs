@@ -1757,3 +1757,61 @@ fn committed_reports_print_intervals_that_agree_with_their_marks_and_one_estimat
         assert!(cells >= 2, "{name}: {cells} cells");
     }
 }
+
+/// A comparison held against a full-scale reference (`compare.json`'s `reference`): beside a
+/// verdict more than 3 % from the reference's ratio, that ratio; under the table, how many
+/// are within 3 % and, for the others, the share of reads the drive's cache served here and
+/// there (from the runs' `run-K.emulator.json`).
+#[test]
+fn a_verdict_far_from_the_full_scale_reference_says_so_and_what_the_cache_did() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    totals_fixture(
+        dir,
+        "emulated (hddsim emulate --profile st1000dm003)",
+        "w",
+        &[
+            ("minfs", &[1000, 1010, 990, 1005, 995, 1000]),
+            ("ext4", CLEAR_SLOWER),
+            ("xfs", &[1010, 1020, 1000, 1015, 1005, 1010]),
+        ],
+    );
+    let mut meta: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
+    meta["reference"] = json!({
+        "dir": "results/full",
+        "ratios": {"w": {"ext4": 1.51, "xfs": 1.20}},
+        "cache_share": {"w": {"minfs": 0.0, "ext4": 0.05, "xfs": 0.1}}
+    });
+    fs::write(dir.join("compare.json"), meta.to_string()).unwrap();
+    for (t, hits) in [("minfs", 2), ("ext4", 5), ("xfs", 60)] {
+        for k in 1..=6 {
+            fs::write(
+                run_dir(dir, "w", t).join(format!("run-{k}.emulator.json")),
+                json!({"drive": {"cache_read_hits": hits, "media_reads": 100 - hits}}).to_string(),
+            )
+            .unwrap();
+        }
+    }
+    let md = render(dir);
+    let row = line_with(&md, "| w |");
+    // ext4 (1.50 against 1.51) is within 3 %: nothing beside it; xfs (1.01 against 1.20) is not.
+    assert!(!row.contains("1.51"), "{row}");
+    assert!(row.contains("(full scale 1.20)"), "{row}");
+    assert!(
+        md.contains("1 of the 2 comparisons both have are within 3 % of it"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "- xfs on w: 1.01 here, 1.20 at full scale; the drive's cache served 60 % of its \
+             reads here (minfs 2 %), 10 % at full scale (minfs 0 %)."
+        ),
+        "{md}"
+    );
+    // Without a reference, nothing of it.
+    meta.as_object_mut().unwrap().remove("reference");
+    fs::write(dir.join("compare.json"), meta.to_string()).unwrap();
+    let md = render(dir);
+    assert!(!md.contains("full scale"), "{md}");
+}

@@ -37,6 +37,16 @@ pub const SCALES: [(&str, f64); 6] = [
     ("group-commit-256k", 0.15),
 ];
 
+/// The full-scale reference a comparison on the emulated drive (profile `st1000dm003`) is held
+/// against ([`super::reference`]): the four reference workloads on the whole emulated 1 TB
+/// drive at scale 1, one run each of minfs, minfs-512, ext4 and XFS
+/// (results/2026-11-29-vm-emulated-whole-drive/README.md says how it was made). A path in the
+/// repository.
+pub const REFERENCE: &str = "results/2026-11-29-vm-emulated-whole-drive";
+
+/// The profile the reference was run with.
+pub const REFERENCE_PROFILE: &str = "st1000dm003";
+
 /// The wall-time budget, seconds.
 pub const BUDGET_S: f64 = 15.0 * 60.0;
 

@@ -71,6 +71,9 @@ pub struct Meta {
     /// Per workload and target, the mean time of one of its runs in seconds, preparation and
     /// replays included, as the runner measured it (budget runs since 2026-11-28's night).
     pub seconds_per_run: Option<BTreeMap<String, BTreeMap<String, f64>>>,
+    /// The full-scale run this comparison is held against ([`super::reference`]; since
+    /// 2026-11-29, on the emulated drive).
+    pub reference: Option<super::reference::Reference>,
 }
 
 impl Meta {

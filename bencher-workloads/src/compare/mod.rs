@@ -36,6 +36,7 @@ pub mod defaults;
 pub mod format;
 pub mod layout;
 pub mod plot;
+pub mod reference;
 pub mod render;
 pub mod sequential;
 pub mod split;

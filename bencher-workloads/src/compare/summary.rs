@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use super::defaults;
 use super::format::{self, md};
 use super::layout::{Comparison, DriveWork, Profile, Run};
+use super::reference;
 use super::render::{self, median_run, model_variants, round_totals};
 use super::states::{self, State, StateSource};
 use super::stats::{self, Judgement, Side};
@@ -67,13 +68,93 @@ pub fn table(cmp: &Comparison, verdicts: &Verdicts) -> String {
     for (w, name) in cmp.workloads.iter().enumerate() {
         let _ = write!(out, "| {} |", md(name));
         for &t in &targets {
-            let text = verdicts.cells[w][t]
+            let v = verdicts.cells[w][t]
                 .as_ref()
-                .filter(|v| v.estimate.is_finite())
-                .map_or_else(|| "—".to_string(), cell_text);
+                .filter(|v| v.estimate.is_finite());
+            let mut text = v.map_or_else(|| "—".to_string(), cell_text);
+            // Beside a verdict the full-scale run contradicts by more than 3 %, its ratio.
+            if let (Some(v), Some(r)) = (v, full_scale(cmp, name, &cmp.targets[t])) {
+                if reference::differs(v.estimate, r) {
+                    let _ = write!(text, " (full scale {r:.2})");
+                }
+            }
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
+    }
+    out
+}
+
+/// The full-scale reference's ratio of workload `w` and target `t`, where the comparison has
+/// one ([`reference`]).
+fn full_scale(cmp: &Comparison, w: &str, t: &str) -> Option<f64> {
+    cmp.meta.reference.as_ref()?.ratio(w, t)
+}
+
+/// What the first screen says of the full-scale reference: how many comparisons it shares
+/// are within 3 % of it, and of each other one what differs, from what the drive did: the
+/// share of its reads the drive's cache served, here and at full scale. Empty without a
+/// reference.
+pub fn against_full_scale(cmp: &Comparison, verdicts: &Verdicts) -> String {
+    let Some(r) = &cmp.meta.reference else {
+        return String::new();
+    };
+    let Some(b) = cmp.baseline() else {
+        return String::new();
+    };
+    let pct = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{:.0} %", x * 100.0));
+    let (mut shared, mut within) = (0, 0);
+    let mut off = Vec::new();
+    for (wi, w) in cmp.workloads.iter().enumerate() {
+        for (ti, t) in cmp.targets.iter().enumerate() {
+            if ti == b {
+                continue;
+            }
+            let (Some(v), Some(ratio)) = (
+                verdicts.cells[wi][ti]
+                    .as_ref()
+                    .filter(|v| v.estimate.is_finite()),
+                r.ratio(w, t),
+            ) else {
+                continue;
+            };
+            shared += 1;
+            if !reference::differs(v.estimate, ratio) {
+                within += 1;
+                continue;
+            }
+            let base = &cmp.targets[b];
+            off.push(format!(
+                "- {} on {}: {:.2} here, {ratio:.2} at full scale; the drive's cache served {} \
+                 of its reads here ({} {}), {} at full scale ({} {}).",
+                md(t),
+                md(w),
+                v.estimate,
+                pct(reference::cache_share(cmp, wi, ti)),
+                md(base),
+                pct(reference::cache_share(cmp, wi, b)),
+                pct(r.cache_share(w, t)),
+                md(base),
+                pct(r.cache_share(w, base)),
+            ));
+        }
+    }
+    if shared == 0 {
+        return String::new();
+    }
+    let mut out = format!(
+        "**Against full scale** (`{dir}`: the four reference workloads on the whole emulated \
+         1 TB drive at scale 1, one run per target): {within} of the {shared} \
+         comparisons both have are within {:.0} % of it",
+        reference::TOLERANCE * 100.0,
+        dir = r.dir
+    );
+    if off.is_empty() {
+        out.push_str(".\n\n");
+    } else {
+        out.push_str("; the others (their ratio at full scale beside the verdict above):\n\n");
+        out.push_str(&off.join("\n"));
+        out.push_str("\n\n");
     }
     out
 }
@@ -185,6 +266,7 @@ pub fn first_screen(cmp: &Comparison, judged: &Judged, facts: &SetupFacts) -> St
     );
     out.push_str(&table(cmp, v));
     let _ = writeln!(out, "\n{}\n", legend(&base, v));
+    out.push_str(&against_full_scale(cmp, v));
     let files = super::plot_files(cmp);
     let _ = writeln!(out, "![measured ratios]({})\n", png_name(&files.ratios));
     match rest_command(cmp, v) {

@@ -1205,6 +1205,13 @@ impl Runner<'_> {
             decided: BTreeMap::new(),
             seconds_per_run: BTreeMap::new(),
             args: self.rerun_args(whole, device.bytes, tracing.is_some()),
+            reference: emulated_profile
+                .as_deref()
+                .filter(|p| *p == defaults::REFERENCE_PROFILE)
+                .and_then(|_| repo())
+                .map(|r| r.join(defaults::REFERENCE))
+                .filter(|d| d.join("compare.json").is_file())
+                .and_then(|d| compare::reference::load(&d, defaults::REFERENCE).ok()),
         };
         meta.write(&self.out_dir)?;
 

@@ -71,6 +71,10 @@ pub struct MetaJson {
     /// `--seed`, `--block-size`, `--no-trace` where not the default — for a later run of the same kind (the
     /// report's command for the comparisons a budget left undecided).
     pub args: Vec<String>,
+    /// The full-scale run the comparison is held against, with its ratios (on the emulated
+    /// drive, where the repository has it: `compare::defaults::REFERENCE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<crate::compare::reference::Reference>,
 }
 
 impl MetaJson {
