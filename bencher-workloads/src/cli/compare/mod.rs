@@ -15,7 +15,7 @@
 
 mod plan;
 mod runstats;
-mod setup;
+pub(crate) mod setup;
 mod target;
 mod template;
 

@@ -628,6 +628,21 @@ impl CheckRow {
 /// by more than [`EMULATION_TOLERANCE`], why, from what the emulator recorded of it
 /// (`run-K.emulator.json`). Writes `DIR/emulation-check.md` and prints the per-run ratios and
 /// the summary to stderr; nothing without modelled runs of `profile`.
+/// The profile of the emulated drive a comparison directory's runs were made on, from its
+/// `compare.json`'s device (`… hddsim emulate --profile PROFILE …`); `None` for another device.
+pub fn emulated_profile(dir: &Path) -> Option<String> {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).ok()?).ok()?;
+    let device = meta["device"].as_str()?;
+    let rest =
+        &device[device.find("hddsim emulate --profile ")? + "hddsim emulate --profile ".len()..];
+    let profile: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || "-_+=,.".contains(*c))
+        .collect();
+    (!profile.is_empty()).then_some(profile)
+}
+
 pub fn emulation_check(dir: &Path, profile: &str) {
     let mut rows: Vec<CheckRow> = Vec::new();
     let runs = dir.join("runs");
