@@ -345,6 +345,15 @@ fn fsck(a: &FsckArgs) -> Result<u8, String> {
             println!("{report}");
             Ok(EXIT_CORRECTED)
         }
+        Inspection::Hole(hole) => {
+            let e = Error::JournalUnreadable {
+                target: a.target.display().to_string(),
+                file: a.file.clone(),
+                hole: Box::new(hole),
+            };
+            println!("{e}");
+            Ok(EXIT_UNCORRECTED)
+        }
         Inspection::Unrepairable {
             head, at, found, ..
         } => {

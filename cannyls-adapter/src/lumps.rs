@@ -111,6 +111,9 @@ impl LumpMap {
             Inspection::NoStorage(why) => return Ok(Err(why.clone())),
             Inspection::Clean { layout, .. } => *layout,
             Inspection::TornTail(cut) => cut.layout,
+            Inspection::Hole(hole) => {
+                return Ok(Err(format!("the journal cannot be read: {hole}")));
+            }
             Inspection::Unrepairable {
                 layout,
                 head,

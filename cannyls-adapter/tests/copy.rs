@@ -1,0 +1,355 @@
+//! The copy of the header and journal region (`cannyls_adapter::copy`): one unreadable 4 KiB
+//! at a time, everywhere in the storage header, the journal (whose ring has wrapped) and the
+//! copy, on the fault-injecting device — the storage opens with every lump byte-identical to
+//! the operation log, and the bad sector of the primary is rewritten in place. Storages made
+//! without a copy still open and can be given one; a bad sector in free ring space does not
+//! fail an open; the copy's placement keeps its distance.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cannyls::lump::{LumpData, LumpId};
+use cannyls::storage::{Storage, StorageBuilder};
+use cannyls_adapter::copy::{self, CopyAtOpen, CopyOptions, CopyPolicy};
+use cannyls_adapter::recovery::{self, Inspection};
+use cannyls_adapter::{Error, MinfsNvm};
+use minfs::device::FaultDevice;
+use minfs::{BlockDevice, Filesystem, FormatOptions};
+
+const FILE: &str = "lusf";
+const LOGICAL: u32 = 512;
+const PHYSICAL: u32 = 4096;
+const CAPACITY: u64 = 8 << 20;
+/// A small journal (about 64 KiB) whose ring wraps.
+const JOURNAL_RATIO: f64 = 0.008;
+/// The copy 16 MiB away (more than the 8 MiB of a latent-error cluster's step), on a device
+/// small enough to copy for every case.
+const DISTANCE: u64 = 16 << 20;
+const DEVICE: u64 = 40 << 20;
+
+/// Deterministic bytes of version `v` of lump `id`.
+fn content(id: u128, v: u32, len: usize) -> Vec<u8> {
+    let mut x = (id as u64 ^ (u64::from(v) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// What the storage must hold: id → bytes.
+type Expected = BTreeMap<u128, Vec<u8>>;
+
+fn filesystem(dev: &Arc<FaultDevice>) -> Filesystem {
+    Filesystem::format(
+        dev.clone() as Arc<dyn BlockDevice>,
+        "fault",
+        &FormatOptions::default(),
+    )
+    .unwrap()
+}
+
+fn options(policy: CopyPolicy) -> CopyOptions {
+    CopyOptions {
+        min_distance: DISTANCE,
+        policy,
+        ..CopyOptions::default()
+    }
+}
+
+/// A policy that catches up at every `n`-th sync.
+fn every(n: u32) -> CopyPolicy {
+    CopyPolicy {
+        max_age: std::time::Duration::from_secs(3600),
+        max_syncs: n,
+    }
+}
+
+fn new_storage(fs: &Filesystem, opts: CopyOptions) -> Storage<MinfsNvm> {
+    let nvm = MinfsNvm::create_in(fs, FILE, CAPACITY)
+        .unwrap()
+        .with_copy_options(opts);
+    let mut b = nvm.storage_builder();
+    b.journal_region_ratio(JOURNAL_RATIO);
+    b.journal_gc_queue_size(16);
+    b.create(nvm).unwrap()
+}
+
+/// Rounds of puts (embedded and in the data region), overwrites, deletes and syncs, enough for
+/// the small ring to wrap and its head to move; returns what the storage holds.
+fn workload(storage: &mut Storage<MinfsNvm>, rounds: usize) -> Expected {
+    let mut want = Expected::new();
+    let mut version = 0u32;
+    let sizes = [0usize, 1, 300, 511, 4096, 9000, 30_000];
+    for r in 0..rounds {
+        for j in 0..4u128 {
+            let id = (r as u128 * 7 + j * 3) % 40 + 1;
+            version += 1;
+            let len = sizes[(r + j as usize) % sizes.len()];
+            let bytes = content(id, version, len);
+            let data = if j % 2 == 0 && len <= 1000 {
+                LumpData::new_embedded(bytes.clone()).unwrap()
+            } else {
+                storage.allocate_lump_data_with_bytes(&bytes).unwrap()
+            };
+            storage.put(&LumpId::new(id), &data).unwrap();
+            want.insert(id, bytes);
+        }
+        if r % 3 == 2 {
+            let id = (r as u128 * 5) % 40 + 1;
+            storage.delete(&LumpId::new(id)).unwrap();
+            want.remove(&id);
+        }
+        storage.journal_sync().unwrap();
+    }
+    want
+}
+
+/// Every lump listed is expected, and reads its expected bytes; every expected lump is listed.
+/// Returns the lumps compared.
+fn compare(storage: &mut Storage<MinfsNvm>, want: &Expected, what: &str) -> usize {
+    let listed: Vec<u128> = storage.list().into_iter().map(|l| l.as_u128()).collect();
+    let expected: Vec<u128> = want.keys().copied().collect();
+    assert_eq!(listed, expected, "{what}: the lumps listed");
+    for (id, bytes) in want {
+        let got = storage
+            .get(&LumpId::new(*id))
+            .unwrap_or_else(|e| panic!("{what}: lump {id}: {e}"))
+            .unwrap_or_else(|| panic!("{what}: lump {id} missing"));
+        assert!(
+            got.as_bytes() == &bytes[..],
+            "{what}: lump {id}: wrong bytes"
+        );
+    }
+    want.len()
+}
+
+/// Device byte ranges of the file bytes `[offset, offset + len)`.
+fn device_ranges(fs: &Filesystem, offset: u64, len: u64) -> Vec<(u64, u64)> {
+    let f = fs.open_file(FILE).unwrap();
+    cannyls_adapter::lumps::device_ranges(&f.extents(), offset, len)
+}
+
+/// The made storage: its device image (dropped cleanly), what it holds, and where its
+/// primary header and journal, and its copy (image and trailer), lie on the device.
+struct Made {
+    image: Vec<u8>,
+    want: Expected,
+    primary: Vec<(u64, u64)>,
+    copy: Vec<(u64, u64)>,
+    layout: recovery::Layout,
+    trailer: copy::Trailer,
+}
+
+fn make(policy: CopyPolicy, rounds: usize) -> Made {
+    let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
+    let fs = filesystem(&dev);
+    let mut storage = new_storage(&fs, options(policy));
+    let want = workload(&mut storage, rounds);
+    drop(storage);
+    let file = fs.open_file(FILE).unwrap();
+    let trailer = copy::find(&file).unwrap().expect("a copy");
+    let layout = match recovery::inspect(&file, 0, trailer.image).unwrap() {
+        Inspection::Clean {
+            layout, head, end, ..
+        } => {
+            assert!(end < head, "the ring has wrapped (head {head}, end {end})");
+            assert_eq!(trailer.clean, Some((head, end)), "dropped level");
+            layout
+        }
+        other => panic!("{other:?}"),
+    };
+    let len = layout.journal_start + layout.journal_size;
+    assert_eq!(trailer.len, len);
+    assert!(copy::device_distance(&file, 0, trailer.image, len) >= DISTANCE);
+    drop(file);
+    Made {
+        image: dev.volatile_image(),
+        want,
+        primary: device_ranges(&fs, 0, len),
+        copy: device_ranges(&fs, trailer.image, len + u64::from(layout.block_size)),
+        layout,
+        trailer,
+    }
+}
+
+/// Opens the storage of a device with `bad` (device bytes) unreadable.
+fn open_with_bad(
+    image: &[u8],
+    bad: (u64, u64),
+) -> (Arc<FaultDevice>, Filesystem, Result<MinfsNvm, Error>) {
+    let dev = Arc::new(FaultDevice::from_bytes(image.to_vec(), LOGICAL, PHYSICAL));
+    dev.make_unreadable(bad.0, bad.1);
+    let fs = Filesystem::open_device(dev.clone() as Arc<dyn BlockDevice>, "fault").unwrap();
+    let nvm = MinfsNvm::from_filesystem(&fs, FILE);
+    (dev, fs, nvm)
+}
+
+fn blocks_of(ranges: &[(u64, u64)]) -> Vec<u64> {
+    ranges
+        .iter()
+        .flat_map(|&(a, n)| (a..a + n).step_by(4096))
+        .collect()
+}
+
+/// Every 4 KiB of the primary header and journal, and of the copy and its trailer, unreadable
+/// in turn: the storage opens with every lump as the operation log says; a bad block of the
+/// primary that the open needed is rewritten from the copy (readable again), and one of the
+/// copy is rewritten by the rebuild or left for a scrub (free ring space of the copy).
+#[test]
+fn every_4k_of_header_journal_and_copy_unreadable_in_turn() {
+    let m = make(every(3), 250);
+    let (mut tried, mut opened, mut compared, mut lost, mut rewritten) = (0, 0, 0, 0, 0);
+    for (what, blocks) in [
+        ("primary", blocks_of(&m.primary)),
+        ("copy", blocks_of(&m.copy)),
+    ] {
+        for &b in &blocks {
+            tried += 1;
+            let (dev, _fs, nvm) = open_with_bad(&m.image, (b, 4096));
+            let nvm = nvm.unwrap_or_else(|e| panic!("{what} block at {b}: {e}"));
+            let report = nvm.opened().cloned().expect("an open report");
+            let mut storage = StorageBuilder::new()
+                .open(nvm)
+                .unwrap_or_else(|e| panic!("{what} block at {b}: Cannyls: {e}"));
+            opened += 1;
+            compared += compare(&mut storage, &m.want, &format!("{what} block at {b}"));
+            drop(storage);
+            if !report.rewritten.is_empty() {
+                rewritten += 1;
+                assert!(
+                    dev.unreadable_sectors()
+                        .iter()
+                        .all(|s| *s < b || *s >= b + 4096),
+                    "{what} block at {b}: still unreadable after the rewrite"
+                );
+            }
+            assert!(
+                report.failed_reads <= 2,
+                "{what} block at {b}: {} failed reads",
+                report.failed_reads
+            );
+            let _ = &mut lost;
+        }
+    }
+    println!(
+        "copy sweep: sectors tried: {tried}, opened: {opened}, lumps compared: {compared}, \
+         lost: {lost}, rewritten from the copy: {rewritten} (journal {} bytes, ring wrapped, \
+         copy {} bytes away)",
+        m.layout.journal_size, m.trailer.image
+    );
+    assert_eq!(opened, tried);
+    assert!(
+        rewritten > 0,
+        "some bad blocks were needed and served from the copy"
+    );
+}
+
+/// Without a copy (a storage made before it, or with `without_copy`) the same storage opens
+/// as before, a bad block of its journal keeps it from opening, and `add_copy` gives it one
+/// after which the same bad block is survived.
+#[test]
+fn a_storage_without_a_copy_opens_and_can_be_given_one() {
+    let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
+    let fs = filesystem(&dev);
+    let nvm = MinfsNvm::create_in(&fs, FILE, CAPACITY)
+        .unwrap()
+        .without_copy();
+    let mut b = nvm.storage_builder();
+    b.journal_region_ratio(JOURNAL_RATIO);
+    let mut storage = b.create(nvm).unwrap();
+    let want = workload(&mut storage, 12);
+    drop(storage);
+    let f = fs.open_file(FILE).unwrap();
+    assert_eq!(f.size(), CAPACITY, "no copy: the file is as created");
+    assert!(copy::find(&f).unwrap().is_none());
+    drop(f);
+    let nvm = MinfsNvm::from_filesystem(&fs, FILE).unwrap();
+    assert!(!nvm.has_copy());
+    let mut storage = StorageBuilder::new().open(nvm).unwrap();
+    compare(&mut storage, &want, "no copy");
+    drop(storage);
+    // The ring's first block unreadable: no copy, no open.
+    let ring0 = device_ranges(&fs, 8192, 4096)[0].0;
+    let image = dev.volatile_image();
+    let (_d, _f, nvm) = open_with_bad(&image, (ring0, 4096));
+    assert!(
+        matches!(nvm, Err(Error::JournalUnreadable { .. })),
+        "{:?}",
+        nvm.err()
+    );
+    // Given a copy, the same block is survived.
+    let nvm = MinfsNvm::add_copy(&fs, FILE, options(every(1))).unwrap();
+    assert!(nvm.has_copy());
+    assert_eq!(nvm.opened().unwrap().copy, CopyAtOpen::Rebuilt);
+    drop(StorageBuilder::new().open(nvm).unwrap());
+    let image = dev.volatile_image();
+    let (_d, _f, nvm) = open_with_bad(&image, (ring0, 4096));
+    let mut storage = StorageBuilder::new().open(nvm.unwrap()).unwrap();
+    compare(&mut storage, &want, "given a copy");
+}
+
+/// A bad block in free ring space past the EndOfRecords (which Cannyls' 1 MiB reads at open
+/// cover) does not fail the open, with or without a copy, and costs at most one failed read.
+#[test]
+fn a_bad_block_past_the_end_of_records_does_not_fail_the_open() {
+    for with_copy in [false, true] {
+        let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
+        let fs = filesystem(&dev);
+        let mut nvm = MinfsNvm::create_in(&fs, FILE, CAPACITY).unwrap();
+        if !with_copy {
+            nvm = nvm.without_copy();
+        }
+        nvm = nvm.with_copy_options(CopyOptions {
+            create: with_copy,
+            ..options(every(1))
+        });
+        let mut b = nvm.storage_builder();
+        b.journal_region_ratio(0.05);
+        let mut storage = b.create(nvm).unwrap();
+        let want = workload(&mut storage, 3);
+        drop(storage);
+        let file = fs.open_file(FILE).unwrap();
+        let (end, layout) = match recovery::inspect(&file, 0, CAPACITY).unwrap() {
+            Inspection::Clean { end, layout, .. } => (end, layout),
+            other => panic!("{other:?}"),
+        };
+        drop(file);
+        // Three blocks after the EndOfRecords' block, well within 1 MiB.
+        let at = layout.ring_start() + (end / 4096 + 3) * 4096;
+        assert!(at + 4096 <= layout.journal_start + layout.journal_size);
+        let bad = device_ranges(&fs, at, 4096)[0];
+        let (dev2, _fs2, nvm) = open_with_bad(&dev.volatile_image(), bad);
+        let nvm = nvm.unwrap_or_else(|e| panic!("copy {with_copy}: {e}"));
+        assert!(nvm.opened().unwrap().failed_reads <= 1);
+        let mut storage = StorageBuilder::new().open(nvm).unwrap();
+        compare(&mut storage, &want, "free ring space unreadable");
+        drop(storage);
+        // Never needed, so never rewritten: a scrub still finds it.
+        assert!(!dev2.unreadable_sectors().is_empty());
+    }
+}
+
+/// The copy goes `min_distance` after the journal when the filesystem has room, else right
+/// after the storage (and the file grows by what it takes).
+#[test]
+fn the_copy_keeps_its_distance() {
+    let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
+    let fs = filesystem(&dev);
+    drop(new_storage(&fs, options(CopyPolicy::default())));
+    let f = fs.open_file(FILE).unwrap();
+    let t = copy::find(&f).unwrap().unwrap();
+    assert!(t.image >= t.len + DISTANCE, "{t:?}");
+    assert_eq!(f.size(), t.file_size());
+    drop(f);
+    // No room for 64 MiB on this device: right after the storage.
+    let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
+    let fs = filesystem(&dev);
+    drop(new_storage(&fs, CopyOptions::default()));
+    let f = fs.open_file(FILE).unwrap();
+    let t = copy::find(&f).unwrap().unwrap();
+    assert_eq!(t.image, CAPACITY);
+}
