@@ -71,7 +71,7 @@ use cannyls::block::BlockSize;
 use minfs::{AlignedBuf, FileHandle};
 
 use crate::recovery::{
-    self, is_unreadable, sector_align, Fallback, Inspection, Layout, WalkInfo, RECORD_HEAD,
+    self, is_unreadable, sector_align, Fallback, Inspection, Layout, Served, WalkInfo, RECORD_HEAD,
     TAG_DELETE, TAG_DELETE_RANGE, TAG_EMBED, TAG_PUT,
 };
 
@@ -409,47 +409,51 @@ impl Trust {
         None
     }
 
-    /// The vouched ring ranges from the primary's head `ph`, as `(from, to, whole_to)`: bytes
-    /// `[from, to)` may be served, and whole blocks of `[from, whole_to)` written back. Bytes of
-    /// the head's block before the head, and of a `GoToFront`'s block after it, are read by
-    /// nobody; the bytes after the copy's `EndOfRecords` are free in the primary too only when
-    /// the trailer says the copy was level ([`Trust::eor`]).
-    fn ranges(&self, ph: u64, bs: u64) -> Vec<(u64, u64, u64)> {
-        let Some(path) = self.effective(ph) else {
+    /// The ring bytes the copy vouches for, from the primary's head `ph`: its path from there
+    /// (whole records), and its `EndOfRecords` too when [`Trust::eor`].
+    pub(crate) fn vouched(&self, ph: u64) -> Vec<(u64, u64)> {
+        let Some(mut path) = self.effective(ph) else {
             return Vec::new();
         };
-        let n = path.len();
-        path.iter()
-            .enumerate()
-            .map(|(i, &(a, b))| {
-                let from = if i == 0 { a / bs * bs } else { a };
-                let (to, whole_to) = if i + 1 < n {
-                    let t = b.div_ceil(bs) * bs;
-                    (t, t)
-                } else if self.eor {
-                    (b + RECORD_HEAD, (b + RECORD_HEAD).div_ceil(bs) * bs)
-                } else {
-                    (b, b / bs * bs)
-                };
-                (from, to, whole_to)
-            })
-            .collect()
+        if self.eor {
+            if let Some(last) = path.last_mut() {
+                last.1 += RECORD_HEAD;
+            }
+        }
+        path.retain(|(a, b)| a < b);
+        path
     }
 
-    /// How far from `start` (a block boundary) towards `end` the copy vouches for ring bytes,
-    /// from the primary's head `ph`: `(x, w0, w1)`, bytes `[start, x)` and the whole blocks
-    /// `[w0, w1)` that may be written back.
-    pub(crate) fn vouch(&self, ph: u64, start: u64, end: u64, bs: u64) -> Option<(u64, u64, u64)> {
-        self.ranges(ph, bs)
+    /// The vouched bytes among ring `[start, end)`: `[from, to)`, the first run of them.
+    pub(crate) fn vouch(&self, ph: u64, start: u64, end: u64) -> Option<(u64, u64)> {
+        self.vouched(ph)
             .into_iter()
-            .find(|&(from, to, _)| from <= start && start < to)
-            .map(|(_, to, wt)| {
-                let x = end.min(to);
-                // The copy is read to the end of x's block: whole blocks up to there are known.
-                let w1 = x.div_ceil(bs).saturating_mul(bs).min(wt).max(start);
-                (x, start, w1)
-            })
+            .map(|(a, b)| (a.max(start), b.min(end)))
+            .find(|(a, b)| a < b)
     }
+}
+
+/// Whether every byte of `[a, b)` that is in `interpreted` is also in `vouched`.
+pub fn covered(a: u64, b: u64, interpreted: &[(u64, u64)], vouched: &[(u64, u64)]) -> bool {
+    interpreted.iter().all(|&(i0, i1)| {
+        let (x0, x1) = (i0.max(a), i1.min(b));
+        if x0 >= x1 {
+            return true;
+        }
+        // [x0, x1) must lie within the union of `vouched`.
+        let mut at = x0;
+        let mut v: Vec<(u64, u64)> = vouched.to_vec();
+        v.sort_unstable();
+        for (v0, v1) in v {
+            if v0 <= at && at < v1 {
+                at = v1;
+            }
+            if at >= x1 {
+                return true;
+            }
+        }
+        at >= x1
+    })
 }
 
 /// A write back to the primary from the copy: file offset and bytes.
@@ -461,8 +465,12 @@ pub(crate) struct OpenFallback<'a> {
     trailer: Trailer,
     head: Option<u64>,
     trust: Option<Option<Trust>>,
-    /// What to write back to the primary once the walk is done.
+    /// What to write back to the primary once the walk is done: the storage header region
+    /// and the journal header block.
     pub(crate) rewrites: Vec<Rewrite>,
+    /// Whole ring blocks read from the copy: ring position and bytes. Which of them may be
+    /// written back is known once the walk is done ([`OpenFallback::ring_rewrites`]).
+    served: Vec<(u64, AlignedBuf)>,
     /// Reads of the copy that failed with an unreadable sector.
     pub(crate) failed_reads: u64,
     /// Journal header from the copy (its head), when the primary's was unreadable.
@@ -477,6 +485,7 @@ impl<'a> OpenFallback<'a> {
             head: None,
             trust: None,
             rewrites: Vec::new(),
+            served: Vec::new(),
             failed_reads: 0,
             head_from_copy: false,
         }
@@ -541,7 +550,7 @@ impl Fallback for OpenFallback<'_> {
         self.head = Some(head);
     }
 
-    fn ring(&mut self, start: u64, end: u64) -> Option<(u64, AlignedBuf)> {
+    fn ring(&mut self, start: u64, end: u64) -> Option<Served> {
         let head = self.head?;
         if self.trust.is_none() {
             let t = Trust::of(self.file, &self.trailer).unwrap_or_else(|e| {
@@ -555,18 +564,49 @@ impl Fallback for OpenFallback<'_> {
             self.trust = Some(t);
         }
         let bs = self.bs();
-        let (x, w0, w1) = self.trust.as_ref()?.as_ref()?.vouch(head, start, end, bs)?;
+        let (from, to) = self.trust.as_ref()?.as_ref()?.vouch(head, start, end)?;
         let ring = self.trailer.image + self.journal_start() + bs;
-        let read_end = x.div_ceil(bs) * bs;
+        let read_end = to.div_ceil(bs) * bs;
         let buf = self.copy_read(ring + start, read_end - start)?;
-        let mut out = AlignedBuf::zeroed((x - start) as usize, sector_align(self.file));
-        out.copy_from_slice(&buf[..(x - start) as usize]);
-        if w1 > w0 {
-            let mut back = AlignedBuf::zeroed((w1 - w0) as usize, sector_align(self.file));
-            back.copy_from_slice(&buf[(w0 - start) as usize..(w1 - start) as usize]);
-            self.rewrites.push((self.journal_start() + bs + w0, back));
+        let mut out = AlignedBuf::zeroed((to - start) as usize, sector_align(self.file));
+        out[(from - start) as usize..]
+            .copy_from_slice(&buf[(from - start) as usize..(to - start) as usize]);
+        self.served.push((start, buf));
+        Some(Served { from, to, buf: out })
+    }
+}
+
+impl OpenFallback<'_> {
+    /// The ring blocks read from the copy that may be written back to the primary, now that
+    /// the primary's walk read `interpreted` (ring ranges): those whose every byte the walk
+    /// read, the copy vouches for (the others hold bytes nobody reads, or bytes the copy does
+    /// not know); as file offsets.
+    pub(crate) fn ring_rewrites(&self, interpreted: &[(u64, u64)]) -> Vec<Rewrite> {
+        let Some(Some(trust)) = &self.trust else {
+            return Vec::new();
+        };
+        let Some(head) = self.head else {
+            return Vec::new();
+        };
+        let vouched = trust.vouched(head);
+        let bs = self.bs();
+        let ring = self.journal_start() + bs;
+        let mut out: Vec<Rewrite> = Vec::new();
+        let mut done = std::collections::BTreeSet::new();
+        for (start, buf) in &self.served {
+            for (k, chunk) in buf.chunks(bs as usize).enumerate() {
+                let at = start + k as u64 * bs;
+                if chunk.len() as u64 == bs
+                    && covered(at, at + bs, interpreted, &vouched)
+                    && done.insert(at)
+                {
+                    let mut b = AlignedBuf::zeroed(bs as usize, sector_align(self.file));
+                    b.copy_from_slice(chunk);
+                    out.push((ring + at, b));
+                }
+            }
         }
-        Some((x, out))
+        out
     }
 }
 
@@ -1033,7 +1073,8 @@ impl Session {
     }
 
     /// Whether ring bytes `[start, end)` (a read the primary failed) are vouched for by the
-    /// copy now: between the head's block and the copy's end region, in journal order.
+    /// copy now: whole blocks from the head's (when the head starts it) to the copy's end
+    /// region, in journal order.
     fn vouches_ring(&self, start: u64, end: u64, head: u64) -> bool {
         let cap = self.layout.ring_size() / self.bs * self.bs;
         let Some(front) = self.blocks.front().map(|b| b.0) else {
@@ -1045,7 +1086,9 @@ impl Session {
         let last = (end - 1) / self.bs * self.bs;
         let mut b = start / self.bs * self.bs;
         loop {
-            if dist(b) >= limit {
+            // The head's block holds, before the head, bytes the copy may not have (the
+            // journal's newest records, when its tail came round to it).
+            if dist(b) >= limit || (b == hb && head != hb) {
                 return false;
             }
             if b == last {
@@ -1219,6 +1262,172 @@ pub(crate) fn resume(
         eor,
         policy,
     ))
+}
+
+/// What [`check`] found about a storage's copy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Check {
+    /// The copy's trailer (`None`: the storage has no copy, or it could not be read).
+    pub trailer: Option<Trailer>,
+    /// The file's last sector (where the trailer is) could not be read.
+    pub trailer_unreadable: bool,
+    /// The least distance on the device between the primary's header and journal and the
+    /// copy.
+    pub distance: Option<u64>,
+    /// The primary's ring head and its `EndOfRecords` (`None` for what could not be read).
+    pub primary: (Option<u64>, Option<u64>),
+    /// The copy's head and `EndOfRecords`.
+    pub copy: (Option<u64>, Option<u64>),
+    /// Ring bytes the primary's walk reads (its path and its `EndOfRecords`).
+    pub primary_path: Vec<(u64, u64)>,
+    /// Ring bytes the copy vouches for, from the primary's head: what an open would serve
+    /// from it.
+    pub vouched: Vec<(u64, u64)>,
+    /// Where the copy differs from the primary in what must agree — the storage header region
+    /// and the vouched ring bytes: `(offset in the storage, length)`. Must be empty.
+    pub differ: Vec<(u64, u64)>,
+    /// What could not be read to compare: `(offset in the storage, length, whose)`.
+    pub unreadable: Vec<(u64, u64, &'static str)>,
+}
+
+impl Check {
+    /// The storage has a copy that is a copy (not being built).
+    pub fn valid(&self) -> bool {
+        self.trailer
+            .as_ref()
+            .is_some_and(|t| t.state == CopyState::Valid)
+    }
+
+    /// The copy agrees with the primary wherever it vouches (and in the storage header).
+    pub fn agree(&self) -> bool {
+        self.differ.is_empty()
+    }
+
+    /// The copy is level with the primary: same head, same `EndOfRecords`.
+    pub fn level(&self) -> bool {
+        self.valid() && self.primary == self.copy && self.primary.1.is_some()
+    }
+
+    /// Journal bytes the primary holds past the copy's `EndOfRecords` (what the copy lags).
+    pub fn lag(&self) -> Option<u64> {
+        let (Some(pe), Some(ce)) = (self.primary.1, self.copy.1) else {
+            return None;
+        };
+        let t = self.trailer.as_ref()?;
+        let cap = (t.len - journal_start(t.block_size) - u64::from(t.block_size)).max(1);
+        Some((pe + cap - ce) % cap)
+    }
+}
+
+fn journal_start(block_size: u16) -> u64 {
+    let bs = u64::from(block_size);
+    recovery::FULL_HEADER_SIZE.div_ceil(bs) * bs
+}
+
+/// Compares the copy of the storage in `file` with the primary, read-only (what `minfs-cannyls
+/// fsck` reports): its trailer, distance, both journals' heads and ends, and every byte the
+/// copy vouches for.
+pub fn check(file: &FileHandle) -> minfs::Result<Check> {
+    let mut c = Check::default();
+    c.trailer = match find(file) {
+        Ok(t) => t,
+        Err(e) if is_unreadable(&e) => {
+            c.trailer_unreadable = true;
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(t) = c.trailer.clone() else {
+        return Ok(c);
+    };
+    let bs = u64::from(t.block_size);
+    c.distance = Some(device_distance(file, 0, t.image, t.len));
+    // The storage header region.
+    let js = journal_start(t.block_size);
+    compare(file, 0, t.image, js, &mut c)?;
+    // The primary's walk (plain: no fallback).
+    let mut path = Vec::new();
+    let (found, info) = recovery::walk_with(file, 0, t.image, None, None, &mut |_, _| {})?;
+    match &found {
+        Inspection::Clean { end, .. } => {
+            c.primary = (Some(info.head), Some(*end));
+            path = info.path();
+            path.push((*end, end + RECORD_HEAD));
+        }
+        Inspection::TornTail(_) | Inspection::Unrepairable { .. } => {
+            // The walk reads the record where it stops too.
+            c.primary = (Some(info.head), None);
+            path = info.path();
+            path.push((info.stop, info.stop + RECORD_HEAD));
+        }
+        Inspection::Hole(h) => {
+            c.primary = (h.head, None);
+            if h.head.is_some() {
+                path = info.path();
+            }
+            let at = h.at.map_or(js, |a| js + bs + a);
+            c.unreadable.push((at, h.len, "primary"));
+        }
+        Inspection::NoStorage(_) => {}
+    }
+    c.primary_path = path;
+    if t.state != CopyState::Valid {
+        return Ok(c);
+    }
+    let trust = Trust::of(file, &t)?;
+    if let Some(trust) = &trust {
+        let (cf, ci) = recovery::walk_with(file, t.image, t.len, None, None, &mut |_, _| {})?;
+        c.copy = (
+            Some(ci.head),
+            matches!(cf, Inspection::Clean { .. }).then_some(ci.stop),
+        );
+        let head = c.primary.0.unwrap_or(trust.head);
+        c.vouched = trust.vouched(head);
+        let ring = js + bs;
+        for (a, b) in c.vouched.clone() {
+            compare(file, ring + a, t.image + ring + a, b - a, &mut c)?;
+        }
+    }
+    Ok(c)
+}
+
+/// Compares `len` bytes of the storage at `at` with the copy's at `copy_at`, recording
+/// differences and unreadable ranges in `c`.
+fn compare(file: &FileHandle, at: u64, copy_at: u64, len: u64, c: &mut Check) -> minfs::Result<()> {
+    let sector = u64::from(file.sector_size().max(1));
+    const CHUNK: u64 = 1 << 20;
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(CHUNK);
+        let (a0, a1) = (
+            (at + off) / sector * sector,
+            (at + off + n).div_ceil(sector) * sector,
+        );
+        let (b0, b1) = (
+            (copy_at + off) / sector * sector,
+            (copy_at + off + n).div_ceil(sector) * sector,
+        );
+        let read = |o: u64, e: u64| read_at(file, o, e - o);
+        match (read(a0, a1), read(b0, b1)) {
+            (Ok(p), Ok(q)) => {
+                let p = &p[(at + off - a0) as usize..][..n as usize];
+                let q = &q[(copy_at + off - b0) as usize..][..n as usize];
+                if let Some(i) = p.iter().zip(q).position(|(x, y)| x != y) {
+                    let j = p
+                        .iter()
+                        .zip(q)
+                        .rposition(|(x, y)| x != y)
+                        .expect("one differs");
+                    c.differ.push((at + off + i as u64, (j - i + 1) as u64));
+                }
+            }
+            (Err(e), _) if is_unreadable(&e) => c.unreadable.push((at + off, n, "primary")),
+            (_, Err(e)) if is_unreadable(&e) => c.unreadable.push((at + off, n, "copy")),
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        }
+        off += n;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -755,11 +755,17 @@ impl MinfsNvm {
         opened.failed_reads += info.failed_reads;
         if let Some(f) = &fallback {
             opened.copy_failed_reads += f.failed_reads;
-            for (at, buf) in &f.rewrites {
+            // What the walk read: its path and the record where it stopped.
+            let mut read = info.path();
+            read.push((info.stop, info.stop + recovery::RECORD_HEAD));
+            let mut rewrites: Vec<&copy::Rewrite> = f.rewrites.iter().collect();
+            let ring = f.ring_rewrites(&read);
+            rewrites.extend(ring.iter());
+            for (at, buf) in &rewrites {
                 file.write_at(buf, *at)?;
                 opened.rewritten.push((*at, buf.len() as u64));
             }
-            if !f.rewrites.is_empty() {
+            if !rewrites.is_empty() {
                 file.flush()?;
                 log::warn!(
                     "{}: file {:?}: {} unreadable range(s) of the Cannyls header and journal \

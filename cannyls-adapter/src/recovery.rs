@@ -331,9 +331,17 @@ pub(crate) trait Fallback {
     /// The primary's ring head is known (from its journal header or from the fallback's): what
     /// a copy may vouch for starts there.
     fn set_head(&mut self, head: u64);
-    /// Ring bytes from `start` (a multiple of the block size) towards `end`: the first `x`
-    /// of them (`start < x <= end`) that it can vouch for, or `None`.
-    fn ring(&mut self, start: u64, end: u64) -> Option<(u64, AlignedBuf)>;
+    /// Ring bytes from `start` (a multiple of the block size) towards `end`, or `None`.
+    fn ring(&mut self, start: u64, end: u64) -> Option<Served>;
+}
+
+/// Ring bytes a [`Fallback`] serves: `buf` holds `[start, to)`, of which it vouches for
+/// `[from, to)` (the bytes before `from`, e.g. those of the head's block before the head, are
+/// nobody's concern or not known).
+pub(crate) struct Served {
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+    pub(crate) buf: AlignedBuf,
 }
 
 /// Reads the ring of the storage at `base` of `file` through a window of whole blocks.
@@ -353,6 +361,8 @@ pub(crate) struct RingReader<'a, 'f> {
     cap: u64,
     window_start: u64,
     window: AlignedBuf,
+    /// The window's bytes before this are not to be used.
+    window_valid: u64,
     /// Ring ranges whose window read failed: read only what is needed there.
     bad: Vec<(u64, u64)>,
     fallback: Option<&'a mut (dyn Fallback + 'f)>,
@@ -402,6 +412,7 @@ impl<'a, 'f> RingReader<'a, 'f> {
             cap,
             window_start: 0,
             window: AlignedBuf::zeroed(0, sector_align(file)),
+            window_valid: 0,
             bad: Vec::new(),
             fallback,
             failed_reads: 0,
@@ -422,7 +433,7 @@ impl<'a, 'f> RingReader<'a, 'f> {
     /// `len` bytes at ring position `pos` (the caller keeps them within the ring).
     pub(crate) fn get(&mut self, pos: u64, len: u64) -> Result<&[u8], Stop> {
         let end = pos + len;
-        let have = self.window_start..self.window_start + self.window.len() as u64;
+        let have = self.window_valid..self.window_start + self.window.len() as u64;
         if pos < have.start || end > have.end {
             self.load(pos, end)?;
         }
@@ -430,12 +441,18 @@ impl<'a, 'f> RingReader<'a, 'f> {
         Ok(&self.window[at..at + len as usize])
     }
 
+    fn install(&mut self, start: u64, valid: u64, buf: AlignedBuf) {
+        self.window = buf;
+        self.window_start = start;
+        self.window_valid = valid;
+    }
+
     fn load(&mut self, pos: u64, end: u64) -> Result<(), Stop> {
         let start = self.block.floor_align(pos);
         let ring_end = self.block.floor_align(self.cap);
         let needed = self.block.ceil_align(end).min(ring_end);
         if self.in_bad(start) {
-            return self.load_needed(start, needed);
+            return self.load_needed(pos, end, start, needed);
         }
         let mut stop = self.block.ceil_align(end).max(start + WINDOW).min(ring_end);
         if let Some(limit) = self.limit.filter(|&l| l >= start) {
@@ -443,23 +460,21 @@ impl<'a, 'f> RingReader<'a, 'f> {
         }
         match self.read(start, stop) {
             Ok(buf) => {
-                self.window = buf;
-                self.window_start = start;
+                self.install(start, start, buf);
                 Ok(())
             }
             Err(e) if is_unreadable(&e) => {
                 self.failed_reads += 1;
                 self.bad.push((start, stop));
                 match self.fallback.as_mut().and_then(|f| f.ring(start, stop)) {
-                    Some((x, buf)) if x >= end => {
-                        self.window = buf;
-                        self.window_start = start;
+                    Some(s) if s.from <= pos && s.to >= end => {
+                        self.install(start, s.from, s.buf);
                         Ok(())
                     }
                     // The fallback vouches for less than is needed: the rest from the storage,
                     // from the block where the fallback stopped.
-                    Some((x, served)) => {
-                        let from = self.block.floor_align(x).max(start);
+                    Some(s) if s.from <= pos => {
+                        let from = self.block.floor_align(s.to).max(start);
                         let rest = match self.read(from, needed) {
                             Ok(rest) => rest,
                             Err(e) if is_unreadable(&e) => {
@@ -474,33 +489,31 @@ impl<'a, 'f> RingReader<'a, 'f> {
                         let mut buf =
                             AlignedBuf::zeroed((needed - start) as usize, sector_align(self.file));
                         let k = (from - start) as usize;
-                        buf[..k].copy_from_slice(&served[..k]);
+                        buf[..k].copy_from_slice(&s.buf[..k]);
                         buf[k..].copy_from_slice(&rest);
-                        self.window = buf;
-                        self.window_start = start;
+                        self.install(start, s.from, buf);
                         Ok(())
                     }
-                    None => self.load_needed(start, needed),
+                    _ => self.load_needed(pos, end, start, needed),
                 }
             }
             Err(e) => Err(Stop::Io(e)),
         }
     }
 
-    /// Reads exactly the blocks `[start, needed)`, from the storage or else its fallback.
-    fn load_needed(&mut self, start: u64, needed: u64) -> Result<(), Stop> {
+    /// Reads exactly the blocks `[start, needed)` (for bytes `[pos, end)`), from the storage
+    /// or else its fallback.
+    fn load_needed(&mut self, pos: u64, end: u64, start: u64, needed: u64) -> Result<(), Stop> {
         match self.read(start, needed) {
             Ok(buf) => {
-                self.window = buf;
-                self.window_start = start;
+                self.install(start, start, buf);
                 Ok(())
             }
             Err(e) if is_unreadable(&e) => {
                 self.failed_reads += 1;
                 match self.fallback.as_mut().and_then(|f| f.ring(start, needed)) {
-                    Some((x, buf)) if x >= needed => {
-                        self.window = buf;
-                        self.window_start = start;
+                    Some(s) if s.from <= pos && s.to >= end => {
+                        self.install(start, s.from, s.buf);
                         Ok(())
                     }
                     _ => Err(Stop::Hole {

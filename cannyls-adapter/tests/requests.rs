@@ -370,7 +370,11 @@ fn capacity_smaller_than_a_block_is_refused_and_others_round_down() {
     }
     let nvm = MinfsNvm::create_in(&fs, "odd", 10240).unwrap();
     assert_eq!(nvm.capacity(), 8192, "rounded down to the 4096-byte block");
-    assert_eq!(fs.stat("odd").unwrap().size, 10240, "the file keeps what was asked");
+    assert_eq!(
+        fs.stat("odd").unwrap().size,
+        10240,
+        "the file keeps what was asked"
+    );
     drop(nvm);
     // The docs say so where the rounding happens.
     let src = include_str!("../src/lib.rs");
