@@ -1127,6 +1127,11 @@ impl Session {
     }
 }
 
+/// Writes the trailer block `t` (not flushed).
+pub(crate) fn write_trailer_block(file: &FileHandle, t: &Trailer) -> minfs::Result<()> {
+    file.write_at(&t.block(sector_align(file)), t.at())
+}
+
 /// Makes (or remakes) the copy of the storage whose layout is `layout` in `file`: the trailer
 /// says "building" (flushed), the image gets the storage header region, the journal header and
 /// the ring blocks of the journal's path (`info`), read from the primary (flushed), then the

@@ -175,6 +175,7 @@ pub mod copy;
 pub mod delete;
 pub mod lumps;
 pub mod recovery;
+pub mod salvage;
 
 /// The minfs library, re-exported so that a crate depending on this one can make and open
 /// filesystems (`cannyls_adapter::minfs::mkfs::mkfs`, `cannyls_adapter::minfs::Filesystem`)
@@ -203,6 +204,17 @@ enum Recover {
     Required,
     /// A file just created: its blocks hold no storage.
     No,
+}
+
+/// What opening a memory does with the storage's copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CopyAt {
+    /// Keep it: resumed when it was left level, else rebuilt; none made.
+    Keep,
+    /// Rebuild it if there is one.
+    Rebuild,
+    /// Make one (or rebuild it).
+    Add,
 }
 
 /// Errors of opening, creating or configuring a [`MinfsNvm`].
@@ -702,17 +714,22 @@ impl MinfsNvm {
     /// The memory, after recovering the storage in the file when `recover` says so (a file
     /// just created holds stale blocks, not a storage).
     fn with(file: FileHandle, block_size: BlockSize, recover: Recover) -> Result<MinfsNvm> {
-        MinfsNvm::with_copy(file, block_size, recover, CopyOptions::default(), false)
+        MinfsNvm::with_copy(
+            file,
+            block_size,
+            recover,
+            CopyOptions::default(),
+            CopyAt::Keep,
+        )
     }
 
-    /// [`MinfsNvm::with`], with `opts` for the copy; `add` makes a copy for a storage that has
-    /// none.
+    /// [`MinfsNvm::with`], with `opts` for the copy, and `at` saying what to do with it.
     fn with_copy(
         file: FileHandle,
         block_size: BlockSize,
         recover: Recover,
         opts: CopyOptions,
-        add: bool,
+        at: CopyAt,
     ) -> Result<MinfsNvm> {
         let mut view_end = block_size.floor_align(file.size());
         let mut shared = Shared::default();
@@ -862,7 +879,7 @@ impl MinfsNvm {
                 end,
                 opts.policy,
             )?)
-        } else if ours.is_some() || opened.trailer_unreadable || add {
+        } else if ours.is_some() || opened.trailer_unreadable || at == CopyAt::Add {
             match copy::build(&file, &layout, &info, end, &opts, ours) {
                 Ok(s) => {
                     opened.copy = copy::CopyAtOpen::Rebuilt;
@@ -958,9 +975,20 @@ impl MinfsNvm {
         lock(&self.shared).copy.as_ref().map(|c| c.stats.clone())
     }
 
-    /// Opens the storage in `file` of `fs` and gives it a copy of its header and journal when
-    /// it has none (`minfs-cannyls add-copy`), placed with `opts`.
+    /// Opens the storage in `file` of `fs` and gives it a copy of its header and journal
+    /// (`minfs-cannyls add-copy`), placed with `opts` when it has none, else rebuilt where it
+    /// is.
     pub fn add_copy(fs: &Filesystem, file: &str, opts: CopyOptions) -> Result<MinfsNvm> {
+        MinfsNvm::open_copy(fs, file, opts, CopyAt::Add)
+    }
+
+    /// Opens the storage in `file` of `fs`, rebuilding its copy from the primary if it has one
+    /// (`minfs-cannyls fsck -y` when the copies disagree, `scrub --repair`).
+    pub fn rebuild_copy(fs: &Filesystem, file: &str) -> Result<MinfsNvm> {
+        MinfsNvm::open_copy(fs, file, CopyOptions::default(), CopyAt::Rebuild)
+    }
+
+    fn open_copy(fs: &Filesystem, file: &str, opts: CopyOptions, at: CopyAt) -> Result<MinfsNvm> {
         let handle = fs.open_file(file)?;
         let block_size = match recorded_block_size(&handle)? {
             Some(size) => block_size_for(&handle, u64::from(size))?,
@@ -972,7 +1000,7 @@ impl MinfsNvm {
                 })
             }
         };
-        MinfsNvm::with_copy(handle, block_size, Recover::Required, opts, true)
+        MinfsNvm::with_copy(handle, block_size, Recover::Required, opts, at)
     }
 
     /// The journal repair made when this memory was opened (`None` when the journal was

@@ -604,6 +604,37 @@ pub(crate) fn walk(
     Ok(walk_with(file, base, capacity, None, None, visit)?.0)
 }
 
+/// A record of the journal, as the walk reads it: `Put`, `Embed`, `Delete` or `DeleteRange`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// Ring position.
+    pub pos: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Tag (3 `Put`, 4 `Embed`, 5 `Delete`, 6 `DeleteRange`).
+    pub tag: u8,
+    /// The lump id (the first of a `DeleteRange`).
+    pub id: u128,
+}
+
+/// [`inspect`], with the records read before the end, in order.
+pub fn records(
+    file: &FileHandle,
+    base: u64,
+    capacity: u64,
+) -> minfs::Result<(Inspection, Vec<Record>)> {
+    let mut out = Vec::new();
+    let found = walk(file, base, capacity, &mut |pos, b| {
+        out.push(Record {
+            pos,
+            len: b.len() as u64,
+            tag: b[4],
+            id: u128::from_be_bytes(b[5..21].try_into().expect("16 bytes")),
+        })
+    })?;
+    Ok((found, out))
+}
+
 /// How a walk went, beyond its [`Inspection`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct WalkInfo {
@@ -643,7 +674,6 @@ pub(crate) fn walk_with<'f>(
         Ok(l) => l,
         Err(why) => return Ok((Inspection::NoStorage(why), info)),
     };
-    let block = BlockSize::new(layout.block_size).expect("checked by decode");
     let bs = u64::from(layout.block_size);
     let mut hbuf = AlignedBuf::zeroed(bs as usize, sector_align(file));
     let head = match file.read_at(&mut hbuf, base + layout.journal_start) {
@@ -685,9 +715,33 @@ pub(crate) fn walk_with<'f>(
             info,
         ));
     }
+    walk_from(
+        file, base, layout, head, head, false, fallback, limit, info, visit,
+    )
+}
+
+/// Walks the ring of the storage at `base` (layout `layout`, ring head `head`) from ring
+/// position `start` — the head, or 0 as if a `GoToFront` had been followed (`wrapped`) — as
+/// Cannyls does.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn walk_from<'f>(
+    file: &FileHandle,
+    base: u64,
+    layout: Layout,
+    head: u64,
+    start: u64,
+    wrapped: bool,
+    fallback: Option<&mut (dyn Fallback + 'f)>,
+    limit: Option<u64>,
+    mut info: WalkInfo,
+    visit: &mut dyn FnMut(u64, &[u8]),
+) -> minfs::Result<(Inspection, WalkInfo)> {
+    let block = BlockSize::new(layout.block_size).expect("checked by decode");
+    let bs = u64::from(layout.block_size);
+    let cap = layout.ring_size();
     let mut ring = RingReader::new(file, block, base + layout.ring_start(), cap, fallback);
     ring.limit = limit;
-    let (mut pos, mut wrapped, mut records) = (head, false, 0u64);
+    let (mut pos, mut wrapped, mut records) = (start, wrapped, 0u64);
     macro_rules! get {
         ($p:expr, $n:expr) => {
             match ring.get($p, $n) {
