@@ -1293,6 +1293,9 @@ pub struct Check {
     pub differ: Vec<(u64, u64)>,
     /// What could not be read to compare: `(offset in the storage, length, whose)`.
     pub unreadable: Vec<(u64, u64, &'static str)>,
+    /// Why the copy, valid by its trailer, is damaged: its walk does not get past its head,
+    /// its header belongs to another storage, or it is torn although it was left level.
+    pub damaged: Option<String>,
 }
 
 impl Check {
@@ -1303,9 +1306,10 @@ impl Check {
             .is_some_and(|t| t.state == CopyState::Valid)
     }
 
-    /// The copy agrees with the primary wherever it vouches (and in the storage header).
+    /// The copy agrees with the primary wherever it vouches (and in the storage header), and
+    /// is not damaged.
     pub fn agree(&self) -> bool {
-        self.differ.is_empty()
+        self.differ.is_empty() && self.damaged.is_none()
     }
 
     /// The copy is level with the primary: same head, same `EndOfRecords`.
@@ -1380,8 +1384,20 @@ pub fn check(file: &FileHandle) -> minfs::Result<Check> {
         return Ok(c);
     }
     let trust = Trust::of(file, &t)?;
+    let (cf, ci) = recovery::walk_with(file, t.image, t.len, None, None, &mut |_, _| {})?;
+    c.damaged = match &cf {
+        Inspection::Unrepairable { at, found, .. } => Some(format!(
+            "its journal cannot be walked from its head (at ring position {at}: {found})"
+        )),
+        Inspection::NoStorage(why) => Some(why.clone()),
+        Inspection::TornTail(cut) if t.clean.is_some() => Some(format!(
+            "it was left level, but its journal is torn at ring position {}: {}",
+            cut.at, cut.found
+        )),
+        _ if trust.is_none() => Some("its storage header is not this storage's".into()),
+        _ => None,
+    };
     if let Some(trust) = &trust {
-        let (cf, ci) = recovery::walk_with(file, t.image, t.len, None, None, &mut |_, _| {})?;
         c.copy = (
             Some(ci.head),
             matches!(cf, Inspection::Clean { .. }).then_some(ci.stop),
@@ -1433,6 +1449,143 @@ fn compare(file: &FileHandle, at: u64, copy_at: u64, len: u64, c: &mut Check) ->
         off += n;
     }
     Ok(())
+}
+
+/// What [`repair`] did with one unreadable range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repaired {
+    /// The range: file offset and length.
+    pub range: (u64, u64),
+    /// How it was repaired, or why not.
+    pub how: RepairHow,
+    /// It reads now.
+    pub readable: bool,
+}
+
+/// How [`repair`] dealt with a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepairHow {
+    /// Written back from the copy by the journal walk of an open.
+    FromCopy,
+    /// Rewritten by the rebuild of the copy from the journal (or otherwise readable now).
+    Rebuilt,
+    /// In ring space no walk reads (the journal's or the copy's): zeroed.
+    Zeroed,
+    /// Neither copy vouches for it: still unreadable (`fsck --salvage` is the last resort).
+    Left,
+}
+
+impl fmt::Display for Repaired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (at, len) = self.range;
+        let how = match self.how {
+            RepairHow::FromCopy => "rewritten from the copy",
+            RepairHow::Rebuilt => "rewritten by the rebuild of the copy from the journal",
+            RepairHow::Zeroed => "in ring space no walk reads: zeroed",
+            RepairHow::Left => {
+                "left: the copy cannot vouch for it (unreadable in both copies, or in the \
+                 copy's lag); `minfs-cannyls fsck --salvage` is the last resort"
+            }
+        };
+        write!(
+            f,
+            "file bytes {at}..{}: {how}; {}",
+            at + len,
+            if self.readable {
+                "readable now"
+            } else {
+                "still unreadable"
+            }
+        )
+    }
+}
+
+/// Rewrites the unreadable `ranges` (file offsets and lengths, as a scrub found them) of the
+/// storage header, journal and copy of the storage in `file` of `fs` (`minfs-cannyls scrub
+/// --repair`): an open serves from the copy, and writes back, what the journal walk needs;
+/// the copy is rebuilt from the journal (every block of its path, and its trailer); what is
+/// still unreadable in ring space no walk reads (the journal's past its end, the copy's past
+/// its path) is zeroed. The storage is opened read-write (the target's lock).
+pub fn repair(
+    fs: &minfs::Filesystem,
+    file: &str,
+    ranges: &[(u64, u64)],
+) -> crate::Result<Vec<Repaired>> {
+    let has_copy = find(&fs.open_file(file)?).ok().flatten().is_some();
+    let nvm = if has_copy {
+        crate::MinfsNvm::rebuild_copy(fs, file)?
+    } else {
+        crate::MinfsNvm::from_filesystem(fs, file)?
+    };
+    let from_copy: Vec<(u64, u64)> = nvm
+        .opened()
+        .map(|o| o.rewritten.clone())
+        .unwrap_or_default();
+    drop(nvm);
+    let handle = fs.open_file(file)?;
+    let c = check(&handle)?;
+    let layout = match recovery::layout(&handle, 0, handle.size())? {
+        Ok(l) => l,
+        Err(why) => {
+            return Err(crate::Error::NoStorage {
+                target: handle.target().to_string(),
+                file: file.to_string(),
+                reason: why,
+            })
+        }
+    };
+    let (ring, ring_end) = (
+        layout.ring_start(),
+        layout.journal_start + layout.journal_size,
+    );
+    let bs = u64::from(layout.block_size);
+    let sector = u64::from(handle.sector_size().max(1));
+    let readable = |at: u64, len: u64| {
+        let (a, b) = (at / sector * sector, (at + len).div_ceil(sector) * sector);
+        read_at(&handle, a, b - a).is_ok()
+    };
+    let mut out = Vec::new();
+    for &(at, len) in ranges {
+        if readable(at, len) {
+            let how = if from_copy.iter().any(|&(r, n)| r < at + len && at < r + n) {
+                RepairHow::FromCopy
+            } else {
+                RepairHow::Rebuilt
+            };
+            out.push(Repaired {
+                range: (at, len),
+                how,
+                readable: true,
+            });
+            continue;
+        }
+        // Ring space no walk reads.
+        let copy_image = c.trailer.as_ref().map(|t| t.image);
+        let place = if at >= ring && at + len <= ring_end {
+            Some((ring, c.primary_path.clone()))
+        } else {
+            copy_image
+                .filter(|&i| at >= i + ring && at + len <= i + ring_end)
+                .map(|i| (i + ring, c.vouched.clone()))
+        };
+        let mut how = RepairHow::Left;
+        if let Some((base, path)) = place {
+            let rel = at - base;
+            let (b0, b1) = (rel / bs * bs, (rel + len).div_ceil(bs) * bs);
+            if path.iter().all(|&(a, b)| b <= b0 || b1 <= a) {
+                let zero = AlignedBuf::zeroed((b1 - b0) as usize, sector_align(&handle));
+                handle.write_at(&zero, base + b0)?;
+                handle.flush()?;
+                how = RepairHow::Zeroed;
+            }
+        }
+        out.push(Repaired {
+            range: (at, len),
+            how,
+            readable: readable(at, len),
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -866,6 +866,7 @@ impl MinfsNvm {
         let head = shared.durable_head;
         // Sectors written back from the copy leave the two as level as they were.
         let clean = report.is_none()
+            && at == CopyAt::Keep
             && ours
                 .is_some_and(|t| t.state == copy::CopyState::Valid && t.clean == Some((head, end)));
         let info = recovery::WalkInfo { stop: end, ..info };

@@ -555,3 +555,93 @@ fn both_copies_unreadable_salvage_returns_no_wrong_bytes() {
         "some holes lie before the wrap and the walk resumes at 0"
     );
 }
+
+/// `scrub --repair` (`copy::repair`): unreadable blocks of the storage header, the journal's
+/// path, free ring space, the copy's path, free copy space and the copy's trailer, found by a
+/// scrub, are each rewritten (from the other copy, by the rebuild, or zeroed where no walk
+/// reads) and read again; the lumps are intact and the copy is level and agrees.
+#[test]
+fn scrub_repair_rewrites_every_unreadable_header_journal_and_copy_block() {
+    let m = make(every(3), 250);
+    // Two runs: the copy's trailer locates the copy, so it is not made unreadable with the
+    // primary's storage header or journal (an open then has no copy to serve them: it rebuilds
+    // the copy, and a scrub repair after it rewrites them).
+    for with_trailer in [false, true] {
+        scrub_repair(&m, with_trailer);
+    }
+}
+
+fn scrub_repair(m: &Made, trailer_bad: bool) {
+    use minfs::scrub::{self, Options, Owner};
+    let dev = Arc::new(FaultDevice::from_bytes(m.image.clone(), LOGICAL, PHYSICAL));
+    let fs = Filesystem::open_device(dev.clone() as Arc<dyn BlockDevice>, "fault").unwrap();
+    let file = fs.open_file(FILE).unwrap();
+    let c = copy::check(&file).unwrap();
+    let ring = m.layout.ring_start();
+    let bs = 4096u64;
+    let path_block = c.primary_path[0].0 / bs * bs;
+    // Another block of the path for the copy's (not both copies of one block).
+    let other_block = (c.primary_path.last().unwrap().1 - 1) / bs * bs;
+    assert_ne!(path_block, other_block);
+    let end = c.primary.1.unwrap();
+    let free_block = ((end + 5).div_ceil(bs) + 1) * bs;
+    assert!(
+        c.primary_path
+            .iter()
+            .all(|&(a, b)| b <= free_block || free_block + bs <= a),
+        "a free ring block"
+    );
+    let image = m.trailer.image;
+    // (file offset, what)
+    let mut bad = vec![
+        (ring + free_block, "free ring space"),
+        (image + ring + other_block, "copy path"),
+        (image + ring + free_block, "free copy space"),
+    ];
+    if trailer_bad {
+        bad.push((m.trailer.at(), "copy trailer"));
+    } else {
+        bad.push((0, "storage header"));
+        bad.push((ring + path_block, "journal path"));
+    }
+    let ex = file.extents();
+    for (at, _) in &bad {
+        let d = cannyls_adapter::lumps::device_ranges(&ex, *at, bs)[0].0;
+        dev.make_unreadable(d, bs);
+    }
+    drop(file);
+    let report = scrub::scrub_device(
+        dev.as_ref(),
+        "fault",
+        &Options {
+            file: Some(FILE.into()),
+            ..Options::default()
+        },
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    let ranges: Vec<(u64, u64)> = report
+        .bad
+        .iter()
+        .map(|b| match &b.owner {
+            Owner::File { file_offset, .. } => (*file_offset, b.length),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ranges.len(), bad.len(), "{ranges:?}");
+    let repaired = copy::repair(&fs, FILE, &ranges).unwrap();
+    for r in &repaired {
+        println!("{r}");
+        assert!(r.readable, "{r}");
+    }
+    assert!(dev.unreadable_sectors().is_empty());
+    let file = fs.open_file(FILE).unwrap();
+    let c = copy::check(&file).unwrap();
+    assert!(c.level() && c.agree(), "{c:?}");
+    drop(file);
+    let mut storage = StorageBuilder::new()
+        .open(MinfsNvm::from_filesystem(&fs, FILE).unwrap())
+        .unwrap();
+    compare(&mut storage, &m.want, "after scrub --repair");
+}
