@@ -736,11 +736,6 @@ impl Session {
         self.policy = policy;
     }
 
-    /// The trailer.
-    pub(crate) fn trailer(&self) -> &Trailer {
-        &self.trailer
-    }
-
     fn ring_base(&self) -> u64 {
         self.trailer.image + self.layout.ring_start()
     }

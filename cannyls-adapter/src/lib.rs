@@ -513,6 +513,9 @@ struct Shared {
     clip: Option<Vec<(u64, u64)>>,
     /// The file, for the copy's last catch-up when the memory is dropped.
     file: Option<FileHandle>,
+    /// Where a memory over the whole file ends, when not at the file's end: the storage's end,
+    /// in a file that holds a copy after it.
+    limit: Option<u64>,
 }
 
 impl Drop for Shared {
@@ -904,8 +907,12 @@ impl MinfsNvm {
         } else {
             None
         };
-        if let Some(s) = &session {
-            view_end = view_end.min(block_size.floor_align(s.trailer().image));
+        // A file with a copy holds the storage, then the copy: the memory is the storage
+        // (a storage created in it anew gets the same size).
+        if trailer.is_some() || session.is_some() {
+            let storage_end = layout.journal_start + layout.journal_size + layout.data_size;
+            view_end = view_end.min(block_size.floor_align(storage_end));
+            shared.limit = Some(view_end);
         }
         shared.copy = session;
         Ok(MinfsNvm::assemble(
@@ -1071,10 +1078,8 @@ impl MinfsNvm {
     /// The end of what a memory over the whole file may use: the file's size, or where its
     /// copy begins.
     fn memory_end(&self) -> u64 {
-        let shared = lock(&self.shared);
-        let image = shared.copy.as_ref().map(|c| c.trailer().image);
-        drop(shared);
-        image.map_or(self.file.size(), |i| i.min(self.file.size()))
+        let limit = lock(&self.shared).limit;
+        limit.map_or(self.file.size(), |l| l.min(self.file.size()))
     }
 
     /// Reads the storage header once (Cannyls splits the memory only after writing it), to know
