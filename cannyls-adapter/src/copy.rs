@@ -45,18 +45,19 @@
 //!   rewritten (and flushed) only at the start of a build, at its end, when a memory opens
 //!   (marking it not clean) and when it is dropped (marking it clean).
 //!
-//! A catch-up costs a seek to the copy and back (about 8.5 ms on the modelled ST1000DM003), so
-//! it is not done at every `journal_sync`: by default at the first sync after
-//! [`CopyPolicy::max_age`] (1 s) or [`CopyPolicy::max_syncs`] syncs since the last one, when
-//! [`MAX_PENDING`] bytes of journal wait, whenever the head moves, and when the memory is
-//! dropped. **What a bad sector can then still cost**: the journal records of the syncs since
+//! A catch-up costs a seek to the copy and back (about 6.5 ms on the modelled ST1000DM003:
+//! `bencher-workloads/examples/copy_cost_model.rs`; at every sync, as a synchronous copy would,
+//! durable-256k is 48 % slower there), so it is not done at every `journal_sync`: by default
+//! at the first sync after [`CopyPolicy::max_age`] (1 s) or [`CopyPolicy::max_syncs`] syncs
+//! since the last one, when [`MAX_PENDING`] bytes or a quarter of the ring wait, whenever the
+//! head moves, and when the memory is dropped. **What a bad sector can then still cost**: the journal records of the syncs since
 //! the last catch-up (at most about a second's worth, plus any written just before the storage
 //! went idle) are on the primary only until the next catch-up; an unreadable sector among them
 //! found at the next open after a crash is a hole that only `minfs-cannyls fsck --salvage` gets
 //! past. After a clean close the copy is level and vouches for everything.
 //!
 //! # Using it at open
-//! [`OpenFallback`] serves the walk of [`crate::recovery`] when a read of the primary fails with
+//! The open's fallback serves the walk of [`crate::recovery`] when a read of the primary fails with
 //! an unreadable sector: the storage header and journal header from the image, ring bytes
 //! from the image as far as the copy vouches for them — along the path the walk of the copy
 //! itself takes from its head to its `EndOfRecords` (read once, when first needed), from the

@@ -59,6 +59,18 @@
 //!   device's atomic write, e.g. 4096 on 512-byte sectors): the cut falls in that block.
 //!   `minfs-cannyls fsck` checks and repairs the same way.
 //!
+//! # A copy of the header and journal
+//! Cannyls' journal is its only index: one unreadable sector of the storage header or the live
+//! journal keeps the whole storage from opening. A storage created through a [`MinfsNvm`]
+//! gets a second copy of its header and journal region at the end of the same file, far from
+//! the first ([`copy`]; [`MinfsNvm::without_copy`] makes none, [`MinfsNvm::add_copy`] gives one
+//! to a storage made before). Opening reads what it needs, serves an unreadable sector from
+//! the other copy and writes it back in place ([`MinfsNvm::opened`] says what it did); the
+//! copy catches up with the journal about once a second (so the records of the last second
+//! before a crash are on one copy only). When both copies of a block are unreadable the open
+//! fails with [`Error::JournalUnreadable`]; `minfs-cannyls fsck --salvage` ([`salvage`]) is
+//! the last resort.
+//!
 //! Not covered (Cannyls issue #28): a delete hands the lump's data-region space to the next put
 //! at once, and that put's data is written at once, while the delete record waits for the next
 //! `journal_sync`. After a crash before that sync, the deleted lump can still be listed and
