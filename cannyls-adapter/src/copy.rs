@@ -746,14 +746,27 @@ impl Session {
     /// close and opened again stays clean until the journal is written.
     pub(crate) fn mark_dirty(&mut self, file: &FileHandle) -> minfs::Result<()> {
         if self.trailer.clean.is_some() && self.trailer.state == CopyState::Valid {
-            let t = Trailer {
-                generation: self.trailer.generation + 1,
-                clean: None,
-                ..self.trailer.clone()
-            };
-            self.write_trailer(file, t)?;
-            self.unflushed = true;
+            self.set_trailer(file, CopyState::Valid, None)?;
         }
+        Ok(())
+    }
+
+    /// Writes the trailer with `state` and `clean` (the next generation); not flushed.
+    fn set_trailer(
+        &mut self,
+        file: &FileHandle,
+        state: CopyState,
+        clean: Option<(u64, u64)>,
+    ) -> minfs::Result<()> {
+        let t = Trailer {
+            state,
+            clean,
+            generation: self.trailer.generation + 1,
+            ..self.trailer.clone()
+        };
+        write_trailer_block(file, &t)?;
+        self.trailer = t;
+        self.unflushed = true;
         Ok(())
     }
 
@@ -866,14 +879,7 @@ impl Session {
                 file.target(),
                 file.name()
             );
-            let t = Trailer {
-                state: CopyState::Building,
-                generation: self.trailer.generation + 1,
-                clean: None,
-                ..self.trailer.clone()
-            };
-            self.write_trailer(file, t)?;
-            self.unflushed = true;
+            self.set_trailer(file, CopyState::Building, None)?;
         }
         Ok(())
     }
@@ -1039,12 +1045,6 @@ impl Session {
         Ok(())
     }
 
-    fn write_trailer(&mut self, file: &FileHandle, t: Trailer) -> minfs::Result<()> {
-        file.write_at(&t.block(sector_align(file)), t.at())?;
-        self.trailer = t;
-        Ok(())
-    }
-
     /// Levels the copy and marks it clean (the memory is being dropped); flushed.
     pub(crate) fn close(&mut self, file: &FileHandle, head: u64) -> minfs::Result<()> {
         if self.trailer.clean.is_some() || self.lost.is_some() {
@@ -1057,12 +1057,7 @@ impl Session {
         let Some(end) = self.end.filter(|_| self.at_eor) else {
             return Ok(());
         };
-        let t = Trailer {
-            generation: self.trailer.generation + 1,
-            clean: Some((head, end)),
-            ..self.trailer.clone()
-        };
-        self.write_trailer(file, t)?;
+        self.set_trailer(file, CopyState::Valid, Some((head, end)))?;
         file.flush()?;
         self.unflushed = false;
         Ok(())
@@ -1181,7 +1176,7 @@ pub(crate) fn build(
         generation: old.map_or(0, |t| t.generation) + 1,
         clean: None,
     };
-    file.write_at(&trailer.block(sector_align(file)), trailer.at())?;
+    write_trailer_block(file, &trailer)?;
     file.flush()?;
     // The storage header region and the journal header.
     let top = read_at(file, 0, layout.ring_start())?;
@@ -1208,7 +1203,7 @@ pub(crate) fn build(
     file.flush()?;
     trailer.state = CopyState::Valid;
     trailer.generation += 1;
-    file.write_at(&trailer.block(sector_align(file)), trailer.at())?;
+    write_trailer_block(file, &trailer)?;
     file.flush()?;
     let d = device_distance(file, 0, image, len);
     if d < CLUSTER_SPAN {

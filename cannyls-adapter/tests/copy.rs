@@ -27,17 +27,11 @@ const JOURNAL_RATIO: f64 = 0.008;
 const DISTANCE: u64 = 16 << 20;
 const DEVICE: u64 = 40 << 20;
 
+mod common;
+
 /// Deterministic bytes of version `v` of lump `id`.
 fn content(id: u128, v: u32, len: usize) -> Vec<u8> {
-    let mut x = (id as u64 ^ (u64::from(v) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    common::pattern(id as u64 ^ (u64::from(v) << 40), len)
 }
 
 /// What the storage must hold: id → bytes.

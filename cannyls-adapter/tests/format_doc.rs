@@ -14,29 +14,10 @@ fn section() -> String {
     doc[start..].to_string()
 }
 
-/// The rows of the first table after `heading` within the section, as cells.
-fn table_after(text: &str, heading: &str) -> Vec<Vec<String>> {
-    let start = text
-        .find(heading)
-        .unwrap_or_else(|| panic!("no heading {heading:?}"));
-    text[start..]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .skip(2)
-        .map(|l| {
-            l.trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().trim_matches('`').to_string())
-                .collect()
-        })
-        .collect()
-}
-
 #[test]
 fn the_trailer_table_matches_the_code() {
     let s = section();
-    let rows = table_after(&s, "### Copy trailer");
+    let rows = testutil::markdown_table_after(&s, "### Copy trailer");
     let doc: Vec<(usize, usize, String)> = rows
         .iter()
         .map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap(), r[2].clone()))
@@ -53,7 +34,7 @@ fn the_trailer_table_matches_the_code() {
         "`{}`",
         std::str::from_utf8(&TRAILER_MAGIC).unwrap()
     )));
-    let consts = table_after(&s, "| constant | value |");
+    let consts = testutil::markdown_table_after(&s, "| constant | value |");
     let doc: Vec<(String, u64)> = consts
         .iter()
         .map(|r| (r[0].clone(), r[1].parse().unwrap()))
