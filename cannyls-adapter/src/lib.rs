@@ -1504,12 +1504,29 @@ fn recorded_block_size(file: &FileHandle) -> Result<Option<u16>> {
     let mut buf = minfs::AlignedBuf::zeroed(sector, sector);
     match file.read_at(&mut buf, 0) {
         Ok(()) => {}
-        // Unreadable: the copy's, when the storage has one (the open rewrites it).
+        // Unreadable: the copy's, when the storage has one, written back at once (so that the
+        // open that follows does not fail on it again: each failed read costs the drive's
+        // error recovery time).
         Err(e) if recovery::is_unreadable(&e) => match copy::find(file).ok().flatten() {
             Some(t) if t.state == copy::CopyState::Valid => {
-                file.read_at(&mut buf, t.image)?;
-                if copy::header_uuid(&buf) != t.uuid {
+                let bs = usize::from(t.block_size);
+                let mut region = minfs::AlignedBuf::zeroed(bs, sector);
+                file.read_at(&mut region, t.image)?;
+                if copy::header_uuid(&region) != t.uuid {
                     return Err(e.into());
+                }
+                buf.copy_from_slice(&region[..sector]);
+                if file
+                    .write_at(&region, 0)
+                    .and_then(|()| file.flush())
+                    .is_ok()
+                {
+                    log::warn!(
+                        "{}: file {:?}: the storage header was unreadable ({e}); rewritten from \
+                         the copy",
+                        file.target(),
+                        file.name()
+                    );
                 }
             }
             _ => return Err(e.into()),
