@@ -654,3 +654,52 @@ fn scrub_repair(m: &Made, trailer_bad: bool) {
         .unwrap();
     compare(&mut storage, &m.want, "after scrub --repair");
 }
+
+/// While a storage is open, a journal block that becomes unreadable (after the open read it)
+/// is served from the copy when Cannyls reads it again — an embedded lump's bytes — and
+/// rewritten in place.
+#[test]
+fn a_journal_block_unreadable_after_the_open_is_served_from_the_copy() {
+    let m = make(every(3), 250);
+    let dev = Arc::new(FaultDevice::from_bytes(m.image.clone(), LOGICAL, PHYSICAL));
+    let fs = Filesystem::open_device(dev.clone() as Arc<dyn BlockDevice>, "fault").unwrap();
+    let file = fs.open_file(FILE).unwrap();
+    let map = cannyls_adapter::lumps::LumpMap::read(&file, 0, m.trailer.image)
+        .unwrap()
+        .unwrap();
+    let c = copy::check(&file).unwrap();
+    let (head, end) = (c.primary.0.unwrap(), c.primary.1.unwrap());
+    let ring = m.layout.ring_start();
+    let bs = 4096u64;
+    // An embedded lump whose bytes lie in a ring block after the head's and before the end's.
+    let (id, block) = map
+        .lumps
+        .iter()
+        .find_map(|(id, p)| match p {
+            cannyls_adapter::lumps::Place::Journal { start, len } if *len > 0 => {
+                let b = (start - ring) / bs * bs;
+                let (hb, eb) = (head / bs * bs, end / bs * bs);
+                let inside = if hb <= eb {
+                    b > hb && b < eb
+                } else {
+                    b > hb || b < eb
+                };
+                (inside && (start + len - ring - 1) / bs * bs == b).then_some((*id, b))
+            }
+            _ => None,
+        })
+        .expect("an embedded lump inside the journal");
+    let at = cannyls_adapter::lumps::device_ranges(&file.extents(), ring + block, bs)[0].0;
+    drop(file);
+    let mut storage = StorageBuilder::new()
+        .open(MinfsNvm::from_filesystem(&fs, FILE).unwrap())
+        .unwrap();
+    dev.make_unreadable(at, bs);
+    let got = storage.get(&LumpId::new(id)).unwrap().unwrap();
+    assert_eq!(got.as_bytes(), &m.want[&id][..], "lump {id} from the copy");
+    assert!(
+        dev.unreadable_sectors().is_empty(),
+        "the block was rewritten from the copy"
+    );
+    drop(storage);
+}
