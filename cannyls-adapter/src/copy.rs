@@ -519,6 +519,14 @@ impl<'a> OpenFallback<'a> {
 }
 
 impl Fallback for OpenFallback<'_> {
+    fn primary_header(&mut self, sector: &[u8]) {
+        if sector.len() >= 28 && sector[..4] == *b"lusf" && header_uuid(sector) != self.trailer.uuid
+        {
+            // The trailer is another storage's (one made in this file before): no copy.
+            self.trailer.state = CopyState::Building;
+        }
+    }
+
     fn storage_header(&mut self, len: usize) -> Option<AlignedBuf> {
         if self.trailer.state != CopyState::Valid {
             return None;
@@ -553,6 +561,9 @@ impl Fallback for OpenFallback<'_> {
 
     fn ring(&mut self, start: u64, end: u64) -> Option<Served> {
         let head = self.head?;
+        if self.trailer.state != CopyState::Valid {
+            return None;
+        }
         if self.trust.is_none() {
             let t = Trust::of(self.file, &self.trailer).unwrap_or_else(|e| {
                 log::warn!(
@@ -1116,6 +1127,13 @@ impl Session {
         }
         read_at(file, self.trailer.image + offset, len).map(Some)
     }
+}
+
+/// Zeroes the trailer block of `t` and flushes: the file has no copy from now on.
+pub(crate) fn forget(file: &FileHandle, t: &Trailer) -> minfs::Result<()> {
+    let zero = AlignedBuf::zeroed(usize::from(t.block_size), sector_align(file));
+    file.write_at(&zero, t.at())?;
+    file.flush()
 }
 
 /// Writes the trailer block `t` (not flushed).

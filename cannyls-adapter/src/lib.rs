@@ -1103,6 +1103,13 @@ impl MinfsNvm {
             shared.layout_read = true;
             if let Ok(layout) = recovery::layout(&self.file, 0, self.capacity())? {
                 shared.journal = Some(JournalPlace::of(&layout));
+                if shared.created && !shared.copy_opts.create {
+                    // No copy for this storage: a trailer of one made in this file before
+                    // must not pass for its copy.
+                    if let Ok(Some(t)) = copy::find(&self.file) {
+                        copy::forget(&self.file, &t)?;
+                    }
+                }
                 if shared.created && shared.copy_opts.create {
                     // Cannyls wrote the header, the journal header (head 0) and an EndOfRecords
                     // at ring position 0, and synced them.

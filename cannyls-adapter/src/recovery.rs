@@ -324,6 +324,8 @@ impl fmt::Display for RecoveryReport {
 /// bytes from somewhere it can vouch for (the copy, [`crate::copy`]). Each method returns `None`
 /// when it cannot.
 pub(crate) trait Fallback {
+    /// The storage's first sector was read: the fallback serves only a copy of that storage.
+    fn primary_header(&mut self, sector: &[u8]);
     /// The storage header region (`[0, journal_start)` of the memory).
     fn storage_header(&mut self, len: usize) -> Option<AlignedBuf>;
     /// The journal header block.
@@ -546,7 +548,7 @@ pub(crate) fn layout_with(
     file: &FileHandle,
     base: u64,
     capacity: u64,
-    fallback: Option<&mut (dyn Fallback + '_)>,
+    mut fallback: Option<&mut (dyn Fallback + '_)>,
 ) -> minfs::Result<Result<Layout, String>> {
     let sector = u64::from(file.sector_size());
     if capacity < sector || sector < FULL_HEADER_SIZE {
@@ -566,6 +568,9 @@ pub(crate) fn layout_with(
         Err(e) => return Err(e),
     }
     let layout = Layout::decode(&buf, capacity);
+    if let Some(f) = fallback.as_deref_mut() {
+        f.primary_header(&buf);
+    }
     // The rest of the storage header region, which Cannyls reads whole: its copy's when it
     // cannot be read (written back with the rest).
     if let (Ok(l), Some(f)) = (&layout, fallback) {

@@ -717,3 +717,49 @@ fn a_journal_block_unreadable_after_the_open_is_served_from_the_copy() {
     );
     drop(storage);
 }
+
+/// A storage made anew, without a copy, in a file whose earlier storage had one: the old
+/// trailer is removed; and a trailer of another storage (put back by hand) is never taken for
+/// this one's copy — a bad journal block is then unreadable, not served from the old copy.
+#[test]
+fn another_storages_copy_is_never_served() {
+    let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
+    let fs = filesystem(&dev);
+    let mut first = new_storage(&fs, options(every(1)));
+    workload(&mut first, 20);
+    drop(first);
+    let f = fs.open_file(FILE).unwrap();
+    let old = copy::find(&f).unwrap().expect("the first storage's copy");
+    let ex = f.extents();
+    let trailer_dev = cannyls_adapter::lumps::device_ranges(&ex, old.at(), 4096)[0].0;
+    let ring0 = cannyls_adapter::lumps::device_ranges(&ex, 8192, 4096)[0].0;
+    drop(f);
+    let old_trailer = dev.volatile_image()[trailer_dev as usize..][..4096].to_vec();
+    // Made anew without a copy: the first storage's trailer goes.
+    let nvm = MinfsNvm::from_filesystem(&fs, FILE).unwrap().without_copy();
+    let mut b = nvm.storage_builder();
+    b.journal_region_ratio(JOURNAL_RATIO);
+    let mut second = b.create(nvm).unwrap();
+    let want = workload(&mut second, 5);
+    drop(second);
+    let f = fs.open_file(FILE).unwrap();
+    assert!(copy::find(&f).unwrap().is_none(), "the old trailer is gone");
+    drop(f);
+    // The old trailer put back, and the new storage's first ring block unreadable.
+    let mut image = dev.volatile_image();
+    image[trailer_dev as usize..][..4096].copy_from_slice(&old_trailer);
+    let (_d, fs2, nvm) = open_with_bad(&image, (ring0, 4096));
+    assert!(
+        matches!(nvm, Err(Error::JournalUnreadable { .. })),
+        "{:?}",
+        nvm.err()
+    );
+    // Readable, it opens as it is.
+    let dev3 = Arc::new(FaultDevice::from_bytes(image, LOGICAL, PHYSICAL));
+    let fs3 = Filesystem::open_device(dev3 as Arc<dyn BlockDevice>, "fault").unwrap();
+    let mut storage = StorageBuilder::new()
+        .open(MinfsNvm::from_filesystem(&fs3, FILE).unwrap())
+        .unwrap();
+    compare(&mut storage, &want, "the second storage");
+    drop(fs2);
+}
