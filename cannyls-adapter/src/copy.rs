@@ -1360,9 +1360,7 @@ pub fn check(file: &FileHandle) -> minfs::Result<Check> {
     };
     let bs = u64::from(t.block_size);
     c.distance = Some(device_distance(file, 0, t.image, t.len));
-    // The storage header region.
     let js = journal_start(t.block_size);
-    compare(file, 0, t.image, js, &mut c)?;
     // The primary's walk (plain: no fallback).
     let mut path = Vec::new();
     let (found, info) = recovery::walk_with(file, 0, t.image, None, None, &mut |_, _| {})?;
@@ -1390,8 +1388,11 @@ pub fn check(file: &FileHandle) -> minfs::Result<Check> {
     }
     c.primary_path = path;
     if t.state != CopyState::Valid {
+        // Being built: not a copy of anything yet.
         return Ok(c);
     }
+    // The storage header region.
+    compare(file, 0, t.image, js, &mut c)?;
     let trust = Trust::of(file, &t)?;
     let (cf, ci) = recovery::walk_with(file, t.image, t.len, None, None, &mut |_, _| {})?;
     c.damaged = match &cf {
