@@ -1,15 +1,24 @@
-//! `minfs-cannyls fsck [-n|-y] TARGET [FILE]`: checks, and with `-y` repairs, the journal of a
-//! Cannyls storage held in a file of a minfs filesystem (see [`crate::recovery`]).
+//! `minfs-cannyls fsck [-n|-y] [--salvage [--drop-at-risk]] TARGET [FILE]`: checks, and with
+//! `-y` repairs, the journal of a Cannyls storage held in a file of a minfs filesystem (see
+//! [`crate::recovery`]) and its copy ([`crate::copy`]): that the copy agrees with the journal
+//! wherever it vouches for it; unreadable sectors the copy serves; `--salvage`, the last
+//! resort when both are unreadable ([`crate::salvage`]).
 //!
 //! Exit codes, as e2fsck's: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8
 //! operational error (cannot open the target or the file, no Cannyls storage in it, an I/O
 //! error), 16 usage error.
 //!
+//! `minfs-cannyls add-copy [--min-distance BYTES] TARGET [FILE]`: gives a storage a copy of its
+//! header and journal (a storage made before copies, or without one), or rebuilds it. Exit
+//! codes: 0 done, 8 operational error, 16 usage error.
+//!
 //! `minfs-cannyls scrub TARGET [FILE]`: `minfs scrub` over the file's extents, each unreadable
 //! range named with the lumps whose data it holds (or the storage header, the journal)
 //! from the storage's own index, read without writing ([`crate::lumps`]). Exit codes are
 //! `minfs scrub`'s bits: 0 clean, 1 the minfs metadata or the storage's index has problems, 2
-//! unreadable sectors found, 8 operational error, 16 usage error.
+//! unreadable sectors found (with `--repair`: left unrepaired), 8 operational error, 16 usage
+//! error. `--repair` rewrites unreadable sectors of the storage header, the journal and the
+//! copy from the other copy (or, in space neither uses, with zeros) and reports each.
 //!
 //! `minfs-cannyls lumps [--json] TARGET [FILE]`: every lump the storage's index lists, with
 //! its bytes in the file and on the device (read-only, as scrub). Exit codes: 0, 1 the index
@@ -30,6 +39,7 @@ use minfs::{Filesystem, OpenMode};
 
 use cannyls::lump::LumpId;
 
+use crate::copy::{self, CopyOptions, CopyState};
 use crate::delete::{self, DeleteError};
 use crate::lumps::{self as lumpmap, LumpMap, Place};
 use crate::recovery::{self, Inspection};
@@ -110,6 +120,16 @@ pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
             (EXIT_USAGE, "usage error"),
         ];
     }
+    if subcommand == Some("add-copy") {
+        return vec![
+            (EXIT_CLEAN, "the storage has a copy, made or rebuilt"),
+            (
+                EXIT_OPERATIONAL,
+                "operational error (target in use, no storage, no room, I/O)",
+            ),
+            (EXIT_USAGE, "usage error"),
+        ];
+    }
     if subcommand == Some("delete") {
         return vec![
             (
@@ -126,7 +146,10 @@ pub fn exit_statuses(subcommand: Option<&str>) -> Vec<(u8, &'static str)> {
     }
     vec![
         (EXIT_CLEAN, "clean"),
-        (EXIT_CORRECTED, "errors corrected (a torn journal tail cut)"),
+        (
+            EXIT_CORRECTED,
+            "errors corrected (a torn journal tail cut, sectors rewritten from the copy, the copy rebuilt, a journal salvaged)",
+        ),
         (EXIT_UNCORRECTED, "errors left uncorrected"),
         (EXIT_OPERATIONAL, "operational error"),
         (EXIT_USAGE, "usage error"),
@@ -178,6 +201,28 @@ enum Command {
     /// repair) then restores them. Exit status: 0 deleted, 4 a lump named is absent, 8
     /// operational error, 16 usage error (e.g. a malformed lump id).
     Delete(DeleteArgs),
+    /// Give a storage a copy of its header and journal region, or rebuild its copy.
+    ///
+    /// The copy (kept by MinfsNvm, used when a sector of the header or journal cannot be read)
+    /// goes at the end of FILE, which grows by the storage header region, the journal region
+    /// and one block, placed at least --min-distance bytes after the journal (64 MiB by
+    /// default; right after the storage when the filesystem has no room for that). A storage
+    /// made before copies existed, or with MinfsNvm::without_copy, has none. Opens the
+    /// storage read-write (the target's lock: stop whatever holds it first). Exit status: 0
+    /// done, 8 operational error, 16 usage error.
+    AddCopy(AddCopyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct AddCopyArgs {
+    /// The least distance, in bytes, between the journal and its copy in the file.
+    #[arg(long, value_name = "BYTES", default_value_t = copy::MIN_DISTANCE)]
+    min_distance: u64,
+    /// The minfs target: an image file or a block device.
+    target: PathBuf,
+    /// The minfs file holding the storage.
+    #[arg(default_value = DEFAULT_FILE)]
+    file: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -215,6 +260,11 @@ struct ScrubArgs {
     /// Read at most this many MB (10^6 bytes) per second on average.
     #[arg(long, value_name = "MB/s", value_parser = parse_rate)]
     rate: Option<f64>,
+    /// Rewrite unreadable sectors of the storage header, the journal and the copy from the
+    /// other copy (space neither uses: with zeros), and report each. Opens the storage
+    /// read-write (the target's lock: stop whatever holds it first).
+    #[arg(long)]
+    repair: bool,
     /// The minfs target: an image file or a block device.
     target: PathBuf,
     /// The minfs file holding the storage.
@@ -234,9 +284,19 @@ struct FsckArgs {
     /// Check only; change nothing (the default).
     #[arg(short = 'n', conflicts_with = "yes")]
     no: bool,
-    /// Repair: cut a torn journal tail (an EndOfRecords where the first unreadable record starts).
+    /// Repair: cut a torn journal tail (an EndOfRecords where the first unreadable record
+    /// starts), rewrite unreadable sectors from the copy, rebuild a copy that disagrees.
     #[arg(short = 'y')]
     yes: bool,
+    /// The last resort when journal bytes are unreadable in the file and in its copy: keep
+    /// what can be vouched for (see docs/RELIABILITY.md) and report what is lost; writes the
+    /// salvaged journal only with -y.
+    #[arg(long)]
+    salvage: bool,
+    /// With --salvage: drop the lumps at risk too (their latest record precedes the hole),
+    /// so that nothing is served that salvage cannot vouch for.
+    #[arg(long, requires = "salvage")]
+    drop_at_risk: bool,
     /// The minfs target: an image file or a block device.
     target: PathBuf,
     /// The minfs file holding the storage.
@@ -274,6 +334,19 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             }
         }
         Command::Delete(a) => return ExitCode::from(delete_cmd(&a)),
+        Command::AddCopy(a) => {
+            return match add_copy(&a) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    eprintln!(
+                        "minfs-cannyls: add-copy: {}: file {:?}: {e}",
+                        a.target.display(),
+                        a.file
+                    );
+                    ExitCode::from(EXIT_OPERATIONAL)
+                }
+            }
+        }
         Command::Scrub(a) => {
             return match scrub(&a) {
                 Ok(code) => ExitCode::from(code),
@@ -311,11 +384,110 @@ fn fsck(a: &FsckArgs) -> Result<u8, String> {
     };
     let fs = Filesystem::open(&a.target, mode).map_err(|e| e.to_string())?;
     let file = fs.open_file(&a.file).map_err(|e| e.to_string())?;
+    // The copy.
+    let check = copy::check(&file).map_err(|e| e.to_string())?;
+    let mut copy_problem = false;
+    match (&check.trailer, check.trailer_unreadable) {
+        (_, true) => {
+            println!(
+                "{name}: the copy's trailer (the file's last block) cannot be read: the copy \
+                 is not used; an open rebuilds it"
+            );
+            copy_problem = true;
+        }
+        (None, _) => println!(
+            "{name}: no copy of the Cannyls header and journal (a storage made without one): \
+             `minfs-cannyls add-copy` gives it one"
+        ),
+        (Some(t), _) if t.state == CopyState::Building => {
+            println!(
+                "{name}: the copy at file offset {} is being built (a rebuild did not finish): \
+                 it is not used; an open rebuilds it",
+                t.image
+            );
+            copy_problem = true;
+        }
+        (Some(t), _) => {
+            let d = check.distance.unwrap_or(0);
+            let state = if check.level() {
+                "level with the journal".to_string()
+            } else if let Some(lag) = check.lag() {
+                format!(
+                    "{lag} journal bytes behind it (the storage was not closed cleanly; an open \
+                     rebuilds the copy)"
+                )
+            } else {
+                "not level with the journal".to_string()
+            };
+            println!(
+                "{name}: copy of the header and journal at file offset {} ({} bytes, {d} bytes \
+                 from them on the device{}): {state}; {}",
+                t.image,
+                t.len,
+                if d < copy::CLUSTER_SPAN {
+                    format!(
+                        ", less than the {} bytes one cluster of latent errors may span",
+                        copy::CLUSTER_SPAN
+                    )
+                } else {
+                    String::new()
+                },
+                if let Some(why) = &check.damaged {
+                    format!("it is DAMAGED: {why}; it vouches for nothing")
+                } else if check.agree() {
+                    format!(
+                        "it agrees with the journal wherever it vouches for it ({} bytes)",
+                        check.vouched.iter().map(|(a, b)| b - a).sum::<u64>()
+                    )
+                } else {
+                    format!("it DISAGREES with the journal at {:?}", check.differ)
+                }
+            );
+            copy_problem = !check.agree();
+        }
+    }
+    for (at, len, whose) in &check.unreadable {
+        println!("{name}: unreadable: {len} bytes at storage offset {at} ({whose})");
+    }
+    // The journal, with the copy for unreadable sectors (nothing written here).
     let sector = u64::from(file.sector_size().max(1));
-    let capacity = file.size() / sector * sector;
-    let found = recovery::inspect(&file, 0, capacity).map_err(|e| e.to_string())?;
-    match found {
-        Inspection::NoStorage(why) => Err(why),
+    let capacity = check
+        .trailer
+        .as_ref()
+        .map_or(file.size() / sector * sector, |t| t.image);
+    let mut fallback = check
+        .trailer
+        .clone()
+        .map(|t| copy::OpenFallback::new(&file, t));
+    let (found, info) = recovery::walk_with(
+        &file,
+        0,
+        capacity,
+        fallback.as_mut().map(|f| f as &mut dyn recovery::Fallback),
+        None,
+        &mut |_, _| {},
+    )
+    .map_err(|e| e.to_string())?;
+    let served = fallback.as_ref().map_or(0, |f| {
+        let mut read = info.path();
+        read.push((info.stop, info.stop + recovery::RECORD_HEAD));
+        f.rewrites.len() + f.ring_rewrites(&read).len()
+    });
+    drop(fallback);
+    if served > 0 {
+        println!(
+            "{name}: {served} unreadable block(s) of the header and journal, readable from the \
+             copy{}",
+            if a.yes {
+                ""
+            } else {
+                "; left (`fsck -y` or an open rewrites them from the copy)"
+            }
+        );
+    }
+    let fixable = served > 0 || copy_problem;
+    let code = match found {
+        Inspection::NoStorage(why) => return Err(why),
         Inspection::Clean {
             head,
             end,
@@ -327,23 +499,70 @@ fn fsck(a: &FsckArgs) -> Result<u8, String> {
                  {head} to the EndOfRecords at {end} (block size {})",
                 layout.block_size
             );
-            Ok(EXIT_CLEAN)
+            if fixable {
+                EXIT_UNCORRECTED
+            } else {
+                EXIT_CLEAN
+            }
         }
-        Inspection::TornTail(cut) if !a.yes => {
+        Inspection::TornTail(cut) => {
             println!(
                 "{name}: Cannyls journal torn: after {} records from the head at ring position \
-                 {}, found {} at ring position {}; left uncorrected (Cannyls refuses to open it; \
-                 `minfs-cannyls fsck -y` or `MinfsNvm::open` cuts it there)",
-                cut.records, cut.head, cut.found, cut.at
+                 {}, found {} at ring position {}{}",
+                cut.records,
+                cut.head,
+                cut.found,
+                cut.at,
+                if a.yes {
+                    ""
+                } else {
+                    "; left uncorrected (Cannyls refuses to open it; `minfs-cannyls fsck -y` or \
+                     `MinfsNvm::open` cuts it there)"
+                }
             );
-            Ok(EXIT_UNCORRECTED)
+            EXIT_UNCORRECTED
         }
-        Inspection::TornTail(_) => {
+        Inspection::Hole(hole) => {
+            let e = Error::JournalUnreadable {
+                target: a.target.display().to_string(),
+                file: a.file.clone(),
+                hole: Box::new(hole),
+            };
+            println!("{e}");
+            if !a.salvage {
+                return Ok(EXIT_UNCORRECTED);
+            }
             drop(file);
-            let nvm = MinfsNvm::from_filesystem(&fs, &a.file).map_err(|e| e.to_string())?;
-            let report = nvm.recovery().ok_or("the journal was repaired meanwhile")?;
-            println!("{report}");
-            Ok(EXIT_CORRECTED)
+            let file = fs.open_file(&a.file).map_err(|e| e.to_string())?;
+            let opts = crate::salvage::Options {
+                write: a.yes,
+                drop_at_risk: a.drop_at_risk,
+            };
+            return match crate::salvage::salvage(&file, opts).map_err(|e| e.to_string())? {
+                Ok(r) => {
+                    for line in r.to_string().lines() {
+                        println!("{name}: salvage: {line}");
+                    }
+                    match r.written_at {
+                        Some(q) => {
+                            println!(
+                                "{name}: salvage: wrote the salvaged journal ({} lumps) at ring \
+                                 position {q}; the copy is rebuilt at the next open",
+                                r.kept.len()
+                            );
+                            Ok(EXIT_CORRECTED)
+                        }
+                        None => {
+                            println!("{name}: salvage: nothing written (without -y)");
+                            Ok(EXIT_UNCORRECTED)
+                        }
+                    }
+                }
+                Err(why) => {
+                    println!("{name}: salvage: {why}");
+                    Ok(EXIT_UNCORRECTED)
+                }
+            };
         }
         Inspection::Unrepairable {
             head, at, found, ..
@@ -356,9 +575,60 @@ fn fsck(a: &FsckArgs) -> Result<u8, String> {
                 found,
             };
             println!("{e}");
-            Ok(EXIT_UNCORRECTED)
+            return Ok(EXIT_UNCORRECTED);
+        }
+    };
+    if code == EXIT_CLEAN || !a.yes {
+        return Ok(code);
+    }
+    // -y: an open does the repairs (cut, rewrites from the copy, and rebuilds the copy).
+    drop(file);
+    let nvm = if copy_problem || served > 0 {
+        MinfsNvm::rebuild_copy(&fs, &a.file)
+    } else {
+        MinfsNvm::from_filesystem(&fs, &a.file)
+    }
+    .map_err(|e| e.to_string())?;
+    if let Some(report) = nvm.recovery() {
+        println!("{report}");
+    }
+    if let Some(o) = nvm.opened() {
+        for (at, len) in &o.rewritten {
+            println!("{name}: rewrote {len} bytes at file offset {at} from the copy");
+        }
+        if o.copy == copy::CopyAtOpen::Rebuilt {
+            println!("{name}: rebuilt the copy from the journal");
         }
     }
+    Ok(EXIT_CORRECTED)
+}
+
+fn add_copy(a: &AddCopyArgs) -> Result<u8, String> {
+    let name = format!("{}:{}", a.target.display(), a.file);
+    let fs = Filesystem::open(&a.target, OpenMode::ReadWrite).map_err(|e| e.to_string())?;
+    let opts = CopyOptions {
+        min_distance: a.min_distance,
+        ..CopyOptions::default()
+    };
+    let nvm = MinfsNvm::add_copy(&fs, &a.file, opts).map_err(|e| e.to_string())?;
+    drop(nvm);
+    let file = fs.open_file(&a.file).map_err(|e| e.to_string())?;
+    let c = copy::check(&file).map_err(|e| e.to_string())?;
+    let t = c.trailer.clone().ok_or("no copy was made")?;
+    println!(
+        "{name}: copy of the header and journal at file offset {} ({} bytes; the file is now {} \
+         bytes), {} bytes from them on the device; {}",
+        t.image,
+        t.len,
+        file.size(),
+        c.distance.unwrap_or(0),
+        if c.level() && c.agree() {
+            "level with the journal"
+        } else {
+            "NOT level with the journal"
+        }
+    );
+    Ok(EXIT_CLEAN)
 }
 
 /// What a scrub found, for the text and JSON output.
@@ -419,11 +689,39 @@ fn scrub(a: &ScrubArgs) -> Result<u8, String> {
     let mut hit: Vec<String> = named.iter().flat_map(|n| n.lumps.clone()).collect();
     hit.sort();
     hit.dedup();
+    // --repair: the header, journal and copy ranges, rewritten from the other copy.
+    let mut repaired: Vec<(String, bool)> = Vec::new();
+    let repairable = |n: &Named| {
+        n.regions.iter().any(|r| {
+            matches!(
+                *r,
+                "storage-header" | "journal-header" | "journal" | "copy" | "unknown"
+            )
+        }) && !n.regions.contains(&"data")
+    };
+    if a.repair {
+        drop(file);
+        drop(fs);
+        let ranges: Vec<(u64, u64)> = named
+            .iter()
+            .filter(|n| repairable(n))
+            .map(|n| (n.file_offset, n.length))
+            .collect();
+        if !ranges.is_empty() {
+            let fs = Filesystem::open(&a.target, OpenMode::ReadWrite).map_err(|e| e.to_string())?;
+            repaired = copy::repair(&fs, &a.file, &ranges)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|r| (r.to_string(), r.readable))
+                .collect();
+        }
+    }
+    let unrepaired = report.bad.len() - repaired.iter().filter(|r| r.1).count();
     let mut code = SCRUB_CLEAN;
     if !report.metadata.is_clean() || map.is_err() {
         code |= SCRUB_METADATA;
     }
-    if !report.bad.is_empty() {
+    if unrepaired > 0 {
         code |= SCRUB_BAD_SECTORS;
     }
     if a.json {
@@ -459,6 +757,7 @@ fn scrub(a: &ScrubArgs) -> Result<u8, String> {
             "bad_sectors": report.bad_sectors(),
             "bad_ranges": ranges,
             "lumps_hit": hit,
+            "repaired": repaired.iter().map(|(line, ok)| serde_json::json!({"what": line, "readable": ok})).collect::<Vec<_>>(),
         });
         println!(
             "{}",
@@ -497,12 +796,24 @@ fn scrub(a: &ScrubArgs) -> Result<u8, String> {
             }
         );
     }
+    for (line, _) in &repaired {
+        println!("{name}: repair: {line}");
+    }
     println!(
-        "{name}: read {} bytes in {:.1} s: {} unreadable sectors, {} lumps hit",
+        "{name}: read {} bytes in {:.1} s: {} unreadable sectors, {} lumps hit{}",
         report.bytes_done,
         report.duration.as_secs_f64(),
         report.bad_sectors(),
-        hit.len()
+        hit.len(),
+        if a.repair {
+            format!(
+                "; {} of {} unreadable ranges repaired",
+                repaired.iter().filter(|r| r.1).count(),
+                report.bad.len()
+            )
+        } else {
+            String::new()
+        }
     );
     Ok(code)
 }

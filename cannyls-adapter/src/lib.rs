@@ -59,6 +59,18 @@
 //!   device's atomic write, e.g. 4096 on 512-byte sectors): the cut falls in that block.
 //!   `minfs-cannyls fsck` checks and repairs the same way.
 //!
+//! # A copy of the header and journal
+//! Cannyls' journal is its only index: one unreadable sector of the storage header or the live
+//! journal keeps the whole storage from opening. A storage created through a [`MinfsNvm`]
+//! gets a second copy of its header and journal region at the end of the same file, far from
+//! the first ([`copy`]; [`MinfsNvm::without_copy`] makes none, [`MinfsNvm::add_copy`] gives one
+//! to a storage made before). Opening reads what it needs, serves an unreadable sector from
+//! the other copy and writes it back in place ([`MinfsNvm::opened`] says what it did); the
+//! copy catches up with the journal about once a second (so the records of the last second
+//! before a crash are on one copy only). When both copies of a block are unreadable the open
+//! fails with [`Error::JournalUnreadable`]; `minfs-cannyls fsck --salvage` ([`salvage`]) is
+//! the last resort.
+//!
 //! Not covered (Cannyls issue #28): a delete hands the lump's data-region space to the next put
 //! at once, and that put's data is written at once, while the delete record waits for the next
 //! `journal_sync`. After a crash before that sync, the deleted lump can still be listed and
@@ -171,9 +183,11 @@ use trackable::track;
 pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 
 pub mod cli;
+pub mod copy;
 pub mod delete;
 pub mod lumps;
 pub mod recovery;
+pub mod salvage;
 
 /// The minfs library, re-exported so that a crate depending on this one can make and open
 /// filesystems (`cannyls_adapter::minfs::mkfs::mkfs`, `cannyls_adapter::minfs::Filesystem`)
@@ -186,6 +200,7 @@ pub use minfs;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub use copy::{CopyOptions, CopyPolicy, CopyStats};
 pub use recovery::{Inspection, RecoveryReport};
 
 /// Whether opening a memory recovers the Cannyls storage in its file.
@@ -197,6 +212,17 @@ enum Recover {
     Required,
     /// A file just created: its blocks hold no storage.
     No,
+}
+
+/// What opening a memory does with the storage's copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CopyAt {
+    /// Keep it: resumed when it was left level, else rebuilt; none made.
+    Keep,
+    /// Rebuild it if there is one.
+    Rebuild,
+    /// Make one (or rebuild it).
+    Add,
 }
 
 /// Errors of opening, creating or configuring a [`MinfsNvm`].
@@ -262,6 +288,28 @@ pub enum Error {
         /// What was found there.
         found: recovery::Unreadable,
     },
+    /// Journal bytes needed to open the storage cannot be read, from the file nor from the
+    /// copy (an unreadable sector in both, or in a storage without a copy): the storage is not
+    /// opened; `minfs-cannyls fsck --salvage` is the last resort (docs/RELIABILITY.md).
+    JournalUnreadable {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// What could not be read.
+        hole: Box<recovery::Hole>,
+    },
+    /// A capacity smaller than one block: the memory would hold nothing.
+    CapacityTooSmall {
+        /// The minfs target.
+        target: String,
+        /// The minfs file.
+        file: String,
+        /// The capacity asked for.
+        capacity: u64,
+        /// The block size (the memory's capacity is a multiple of it).
+        block_size: u64,
+    },
     /// [`MinfsNvm::open`] found no Cannyls storage in the file (a file created but never
     /// given a storage, e.g. after a failed `StorageBuilder::create`).
     NoStorage {
@@ -324,6 +372,23 @@ impl fmt::Display for Error {
                  walking from the head at ring position {head}, found {found} at ring position \
                  {at}; nothing shows where the journal ended, so the storage is not opened"
             ),
+            Error::JournalUnreadable { target, file, hole } => write!(
+                f,
+                "{target}: file {file:?}: the Cannyls journal cannot be read: {hole}; the \
+                 storage is not opened (`minfs-cannyls fsck --salvage {target} {file}` is the last \
+                 resort: docs/RELIABILITY.md)"
+            ),
+            Error::CapacityTooSmall {
+                target,
+                file,
+                capacity,
+                block_size,
+            } => write!(
+                f,
+                "{target}: file {file:?}: a capacity of {capacity} bytes is less than one \
+                 {block_size}-byte block: the memory would hold nothing (its capacity is a \
+                 multiple of the block size, rounded down)"
+            ),
             Error::NoStorage {
                 target,
                 file,
@@ -361,8 +426,11 @@ impl Error {
             Error::InvalidBlockSize { .. }
             | Error::NoDefaultBlockSize { .. }
             | Error::UnalignedView { .. }
+            | Error::CapacityTooSmall { .. }
             | Error::NoStorage { .. } => ErrorKind::InvalidInput,
-            Error::JournalUnrepairable { .. } => ErrorKind::StorageCorrupted,
+            Error::JournalUnrepairable { .. } | Error::JournalUnreadable { .. } => {
+                ErrorKind::StorageCorrupted
+            }
         }
     }
 }
@@ -405,7 +473,8 @@ fn invalid_input(message: String) -> cannyls::Error {
 /// A [`NonVolatileMemory`] over one minfs file (or, after [`NonVolatileMemory::split`], over a
 /// range of it). See the [crate docs](crate) for its semantics.
 ///
-/// Capacity: the file's size when the handle was made, rounded down to the block size.
+/// Capacity: the file's size when the handle was made (up to where the storage's copy begins,
+/// when it has one), rounded down to the block size.
 pub struct MinfsNvm {
     file: FileHandle,
     block_size: BlockSize,
@@ -420,6 +489,8 @@ pub struct MinfsNvm {
     shared: Arc<Mutex<Shared>>,
     /// The journal repair made when this memory was opened, if any.
     recovery: Option<Arc<RecoveryReport>>,
+    /// What opening it did with unreadable sectors and the copy.
+    opened: Option<Arc<copy::OpenReport>>,
 }
 
 /// What the views of one memory share (see "Write order" in the crate docs).
@@ -437,6 +508,45 @@ struct Shared {
     durable_head: u64,
     /// The file, while this memory was made by `create` and nothing was written to it yet.
     unused: Option<Unused>,
+    /// What to do about a copy of the header and journal ([`copy`]).
+    copy_opts: CopyOptions,
+    /// The copy, while it is kept.
+    copy: Option<copy::Session>,
+    /// A storage was created through this memory (a write of its header and journal): its
+    /// copy is made once the layout is known.
+    created: bool,
+    /// Until the first journal write after open: ring ranges (file offsets) past the journal's
+    /// end, which reads leave alone (zeros) — Cannyls reads 1 MiB at a time from the head
+    /// when it opens a storage and stops at the `EndOfRecords`.
+    clip: Option<Vec<(u64, u64)>>,
+    /// The file, for the copy's last catch-up when the memory is dropped.
+    file: Option<FileHandle>,
+    /// Where a memory over the whole file ends, when not at the file's end: the storage's end,
+    /// in a file that holds a copy after it.
+    limit: Option<u64>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Taken, so that the handle is gone before `unused` removes an unused file.
+        let file = self.file.take();
+        let (Some(c), Some(file)) = (self.copy.as_mut(), file.as_ref()) else {
+            return;
+        };
+        if self.held.is_some() || self.header.is_some() {
+            // Writes never committed: the copy stays as it is (not clean); the next open
+            // levels it.
+            return;
+        }
+        if let Err(e) = c.close(file, self.durable_head) {
+            log::warn!(
+                "{}: file {:?}: the copy of the Cannyls journal could not be brought level when \
+                 the memory was dropped (the next open rebuilds it): {e}",
+                file.target(),
+                file.name()
+            );
+        }
+    }
 }
 
 /// A file made by [`MinfsNvm::create`] or [`MinfsNvm::create_in`] that nothing has been
@@ -499,6 +609,16 @@ impl MinfsNvm {
     /// minfs filesystem on `target` (which must already exist: see [`minfs::mkfs::mkfs`]) and
     /// opens it. The filesystem stays open (and locked) while this memory or a view of it lives.
     ///
+    /// The memory's capacity is `capacity` **rounded down to a multiple of the block size**
+    /// (4096 by default: `create(.., 10240)` gives a memory of 8192 bytes, and says so in a
+    /// `log` warning; [`NonVolatileMemory::capacity`] returns it). A capacity smaller than one
+    /// block is refused ([`Error::CapacityTooSmall`], naming both sizes) and no file is made.
+    ///
+    /// A storage created in it ([`MinfsNvm::create_storage`]) gets a copy of its header and
+    /// journal region ([`copy`]) after the capacity: the file grows by that much (and more
+    /// for a storage smaller than [`copy::MIN_DISTANCE`]); [`MinfsNvm::without_copy`] makes
+    /// none.
+    ///
     /// To create a Cannyls storage in it use [`MinfsNvm::create_storage`] (or
     /// [`MinfsNvm::storage_builder`]). If the memory (and every view of it) is dropped before
     /// anything is written to it — a storage create that failed — the file is removed again.
@@ -524,6 +644,24 @@ impl MinfsNvm {
     ///
     /// As with [`MinfsNvm::create`], the file is removed again if nothing is written to it.
     pub fn create_in(fs: &Filesystem, file: &str, capacity: u64) -> Result<MinfsNvm> {
+        let dev = fs.device();
+        let bs = u64::from(DEFAULT_BLOCK_SIZE.max(dev.physical_sector_size()));
+        if capacity < bs {
+            return Err(Error::CapacityTooSmall {
+                target: fs.target().to_string(),
+                file: file.to_string(),
+                capacity,
+                block_size: bs,
+            });
+        }
+        if capacity % bs != 0 {
+            log::warn!(
+                "{}: file {file:?}: a capacity of {capacity} bytes is not a multiple of the \
+                 {bs}-byte block size: the memory holds {} bytes (the file keeps {capacity})",
+                fs.target(),
+                capacity / bs * bs
+            );
+        }
         fs.create(file, capacity)?;
         let nvm = MinfsNvm::default_sized(fs.open_file(file)?, Recover::No)?;
         lock(&nvm.shared).unused = Some(Unused {
@@ -587,14 +725,88 @@ impl MinfsNvm {
     /// The memory, after recovering the storage in the file when `recover` says so (a file
     /// just created holds stale blocks, not a storage).
     fn with(file: FileHandle, block_size: BlockSize, recover: Recover) -> Result<MinfsNvm> {
-        let view_end = block_size.floor_align(file.size());
+        MinfsNvm::with_copy(
+            file,
+            block_size,
+            recover,
+            CopyOptions::default(),
+            CopyAt::Keep,
+        )
+    }
+
+    /// [`MinfsNvm::with`], with `opts` for the copy, and `at` saying what to do with it.
+    fn with_copy(
+        file: FileHandle,
+        block_size: BlockSize,
+        recover: Recover,
+        opts: CopyOptions,
+        at: CopyAt,
+    ) -> Result<MinfsNvm> {
+        let mut view_end = block_size.floor_align(file.size());
         let mut shared = Shared::default();
+        shared.copy_opts = opts;
         let mut report = None;
-        let inspection = match recover {
-            Recover::Yes | Recover::Required => recovery::inspect(&file, 0, view_end)?,
-            Recover::No => Inspection::NoStorage("a file just created".into()),
+        let mut opened = copy::OpenReport::default();
+        if recover == Recover::No {
+            return Ok(MinfsNvm::assemble(
+                file, block_size, view_end, shared, None, None,
+            ));
+        }
+        // The copy's trailer, if any: it also bounds what Cannyls may use of the file.
+        let trailer = match copy::find(&file) {
+            Ok(t) => t,
+            Err(e) if recovery::is_unreadable(&e) => {
+                opened.failed_reads += 1;
+                opened.trailer_unreadable = true;
+                log::warn!(
+                    "{}: file {:?}: the copy's trailer: {e}",
+                    file.target(),
+                    file.name()
+                );
+                None
+            }
+            Err(e) => return Err(e.into()),
         };
-        match inspection {
+        if let Some(t) = &trailer {
+            view_end = view_end.min(block_size.floor_align(t.image));
+        }
+        let limit = trailer.as_ref().and_then(|t| t.clean.map(|(_, end)| end));
+        let mut fallback = trailer.clone().map(|t| copy::OpenFallback::new(&file, t));
+        let (inspection, info) = recovery::walk_with(
+            &file,
+            0,
+            view_end,
+            fallback.as_mut().map(|f| f as &mut dyn recovery::Fallback),
+            limit,
+            &mut |_, _| {},
+        )?;
+        opened.failed_reads += info.failed_reads;
+        if let Some(f) = &fallback {
+            opened.copy_failed_reads += f.failed_reads;
+            // What the walk read: its path and the record where it stopped.
+            let mut read = info.path();
+            read.push((info.stop, info.stop + recovery::RECORD_HEAD));
+            let mut rewrites: Vec<&copy::Rewrite> = f.rewrites.iter().collect();
+            let ring = f.ring_rewrites(&read);
+            rewrites.extend(ring.iter());
+            for (at, buf) in &rewrites {
+                file.write_at(buf, *at)?;
+                opened.rewritten.push((*at, buf.len() as u64));
+            }
+            if !rewrites.is_empty() {
+                file.flush()?;
+                log::warn!(
+                    "{}: file {:?}: {} unreadable range(s) of the Cannyls header and journal \
+                     served from the copy and rewritten in place: {:?}",
+                    file.target(),
+                    file.name(),
+                    opened.rewritten.len(),
+                    opened.rewritten
+                );
+            }
+        }
+        drop(fallback);
+        let (layout, end) = match inspection {
             Inspection::NoStorage(reason) if recover == Recover::Required => {
                 return Err(Error::NoStorage {
                     target: file.target().to_string(),
@@ -602,17 +814,24 @@ impl MinfsNvm {
                     reason,
                 })
             }
-            Inspection::NoStorage(_) => {}
-            Inspection::Clean { layout, head, .. } => {
+            Inspection::NoStorage(_) => {
+                // No storage: a file from before that may get one (its old trailer, if any,
+                // does not count).
+                view_end = block_size.floor_align(file.size());
+                return Ok(MinfsNvm::assemble(
+                    file, block_size, view_end, shared, None, None,
+                ));
+            }
+            Inspection::Clean {
+                layout, head, end, ..
+            } => {
                 shared.durable_head = head;
-                shared.layout_read = true;
-                shared.journal = Some(JournalPlace::of(&layout));
+                (layout, end)
             }
             Inspection::TornTail(cut) => {
                 shared.durable_head = cut.head;
-                shared.layout_read = true;
-                shared.journal = Some(JournalPlace::of(&cut.layout));
                 let cleared = recovery::repair(&file, 0, &cut)?;
+                let (layout, end) = (cut.layout, cut.at);
                 let r = RecoveryReport {
                     target: file.target().to_string(),
                     file: file.name().to_string(),
@@ -622,6 +841,14 @@ impl MinfsNvm {
                 };
                 log::warn!("{r}");
                 report = Some(Arc::new(r));
+                (layout, end)
+            }
+            Inspection::Hole(hole) => {
+                return Err(Error::JournalUnreadable {
+                    target: file.target().to_string(),
+                    file: file.name().to_string(),
+                    hole: Box::new(hole),
+                })
             }
             Inspection::Unrepairable {
                 head, at, found, ..
@@ -634,16 +861,162 @@ impl MinfsNvm {
                     found,
                 })
             }
+        };
+        shared.layout_read = true;
+        shared.journal = Some(JournalPlace::of(&layout));
+        shared.clip = Some(free_ring(&layout, &info, end));
+        // The copy: resumed when it was left level, else (re)built.
+        let mut uuid = [0u8; 16];
+        {
+            let sector = recovery::sector_align(&file);
+            let mut h = AlignedBuf::zeroed(sector, sector);
+            file.read_at(&mut h, 0)?;
+            uuid.copy_from_slice(&h[12..28]);
         }
-        Ok(MinfsNvm {
+        let ours = trailer.as_ref().filter(|t| t.uuid == uuid);
+        let head = shared.durable_head;
+        // Sectors written back from the copy leave the two as level as they were.
+        let clean = report.is_none()
+            && at == CopyAt::Keep
+            && ours
+                .is_some_and(|t| t.state == copy::CopyState::Valid && t.clean == Some((head, end)));
+        let info = recovery::WalkInfo { stop: end, ..info };
+        let session = if clean {
+            opened.copy = copy::CopyAtOpen::Level;
+            Some(copy::resume(
+                &file,
+                &layout,
+                ours.expect("checked"),
+                head,
+                end,
+                opts.policy,
+            )?)
+        } else if ours.is_some() || opened.trailer_unreadable || at == CopyAt::Add {
+            match copy::build(&file, &layout, &info, end, &opts, ours) {
+                Ok(s) => {
+                    opened.copy = copy::CopyAtOpen::Rebuilt;
+                    Some(s)
+                }
+                Err(e)
+                    if recovery::is_unreadable(&e) || matches!(e, minfs::Error::NoSpace { .. }) =>
+                {
+                    // Its trailer says "building" (written first): it vouches for nothing.
+                    log::warn!(
+                        "{}: file {:?}: the copy of the Cannyls header and journal could not \
+                         be rebuilt: {e}",
+                        file.target(),
+                        file.name()
+                    );
+                    opened.copy = copy::CopyAtOpen::Failed(e.to_string());
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            None
+        };
+        // A file with a copy holds the storage, then the copy: the memory is the storage
+        // (a storage created in it anew gets the same size).
+        if trailer.is_some() || session.is_some() {
+            let storage_end = layout.journal_start + layout.journal_size + layout.data_size;
+            view_end = view_end.min(block_size.floor_align(storage_end));
+            shared.limit = Some(view_end);
+        }
+        shared.copy = session;
+        Ok(MinfsNvm::assemble(
+            file,
+            block_size,
+            view_end,
+            shared,
+            report,
+            Some(Arc::new(opened)),
+        ))
+    }
+
+    fn assemble(
+        file: FileHandle,
+        block_size: BlockSize,
+        view_end: u64,
+        mut shared: Shared,
+        recovery: Option<Arc<RecoveryReport>>,
+        opened: Option<Arc<copy::OpenReport>>,
+    ) -> MinfsNvm {
+        shared.file = Some(file.clone());
+        MinfsNvm {
             file,
             block_size,
             view_start: 0,
             view_end,
             position: 0,
             shared: Arc::new(Mutex::new(shared)),
-            recovery: report,
-        })
+            recovery,
+            opened,
+        }
+    }
+
+    /// What opening this memory did with unreadable sectors and the copy (`None` for a file
+    /// just created or one that holds no storage).
+    pub fn opened(&self) -> Option<&copy::OpenReport> {
+        self.opened.as_deref()
+    }
+
+    /// This memory, making no copy of a storage created through it ([`copy`]); a storage
+    /// that has one still keeps it.
+    pub fn without_copy(self) -> MinfsNvm {
+        lock(&self.shared).copy_opts.create = false;
+        self
+    }
+
+    /// This memory with `opts` for the copy of a storage created through it.
+    pub fn with_copy_options(self, opts: CopyOptions) -> MinfsNvm {
+        let mut shared = lock(&self.shared);
+        shared.copy_opts = opts;
+        if let Some(c) = shared.copy.as_mut() {
+            c.set_policy(opts.policy);
+        }
+        drop(shared);
+        self
+    }
+
+    /// Whether the storage's header and journal have a copy kept now.
+    pub fn has_copy(&self) -> bool {
+        lock(&self.shared)
+            .copy
+            .as_ref()
+            .is_some_and(|c| !c.is_lost())
+    }
+
+    /// What the copy did so far (`None` without a copy).
+    pub fn copy_stats(&self) -> Option<CopyStats> {
+        lock(&self.shared).copy.as_ref().map(|c| c.stats.clone())
+    }
+
+    /// Opens the storage in `file` of `fs` and gives it a copy of its header and journal
+    /// (`minfs-cannyls add-copy`), placed with `opts` when it has none, else rebuilt where it
+    /// is.
+    pub fn add_copy(fs: &Filesystem, file: &str, opts: CopyOptions) -> Result<MinfsNvm> {
+        MinfsNvm::open_copy(fs, file, opts, CopyAt::Add)
+    }
+
+    /// Opens the storage in `file` of `fs`, rebuilding its copy from the primary if it has one
+    /// (`minfs-cannyls fsck -y` when the copies disagree, `scrub --repair`).
+    pub fn rebuild_copy(fs: &Filesystem, file: &str) -> Result<MinfsNvm> {
+        MinfsNvm::open_copy(fs, file, CopyOptions::default(), CopyAt::Rebuild)
+    }
+
+    fn open_copy(fs: &Filesystem, file: &str, opts: CopyOptions, at: CopyAt) -> Result<MinfsNvm> {
+        let handle = fs.open_file(file)?;
+        let block_size = match recorded_block_size(&handle)? {
+            Some(size) => block_size_for(&handle, u64::from(size))?,
+            None => {
+                return Err(Error::NoStorage {
+                    target: handle.target().to_string(),
+                    file: file.to_string(),
+                    reason: "no Cannyls storage header".into(),
+                })
+            }
+        };
+        MinfsNvm::with_copy(handle, block_size, Recover::Required, opts, at)
     }
 
     /// The journal repair made when this memory was opened (`None` when the journal was
@@ -672,13 +1045,10 @@ impl MinfsNvm {
         // A memory over the whole file covers as much of it as the new block size allows (a
         // smaller block size gives back the tail the larger one rounded off); a view made by
         // `split` keeps its end, rounded down.
+        let file_end = self.memory_end();
         let whole_file =
-            self.view_start == 0 && self.view_end == self.block_size.floor_align(self.file.size());
-        let end = if whole_file {
-            self.file.size()
-        } else {
-            self.view_end
-        };
+            self.view_start == 0 && self.view_end == self.block_size.floor_align(file_end);
+        let end = if whole_file { file_end } else { self.view_end };
         let view_end = self.view_start + block_size.floor_align(end - self.view_start);
         Ok(MinfsNvm {
             block_size,
@@ -713,14 +1083,46 @@ impl MinfsNvm {
         self.file.sector_size()
     }
 
+    /// The end of what a memory over the whole file may use: the file's size, or where its
+    /// copy begins.
+    fn memory_end(&self) -> u64 {
+        let limit = lock(&self.shared).limit;
+        limit.map_or(self.file.size(), |l| l.min(self.file.size()))
+    }
+
     /// Reads the storage header once (Cannyls splits the memory only after writing it), to know
-    /// which views are the journal's.
+    /// which views are the journal's; and makes the copy of a storage just created through
+    /// this memory.
     fn learn_layout(&self) -> minfs::Result<()> {
         let mut shared = lock(&self.shared);
         if !shared.layout_read && self.view_start == 0 {
             shared.layout_read = true;
             if let Ok(layout) = recovery::layout(&self.file, 0, self.capacity())? {
                 shared.journal = Some(JournalPlace::of(&layout));
+                if shared.created && !shared.copy_opts.create {
+                    // No copy for this storage: a trailer of one made in this file before
+                    // must not pass for its copy.
+                    if let Ok(Some(t)) = copy::find(&self.file) {
+                        copy::forget(&self.file, &t)?;
+                    }
+                }
+                if shared.created && shared.copy_opts.create {
+                    // Cannyls wrote the header, the journal header (head 0) and an EndOfRecords
+                    // at ring position 0, and synced them.
+                    let old = copy::find(&self.file).ok().flatten();
+                    let info = recovery::WalkInfo::default();
+                    let opts = shared.copy_opts;
+                    match copy::build(&self.file, &layout, &info, 0, &opts, old.as_ref()) {
+                        Ok(session) => shared.copy = Some(session),
+                        Err(e @ minfs::Error::NoSpace { .. }) => log::warn!(
+                            "{}: file {:?}: the new Cannyls storage gets no copy of its header \
+                             and journal: {e}",
+                            self.file.target(),
+                            self.file.name()
+                        ),
+                        Err(e) => return Err(e),
+                    }
+                }
             }
         }
         Ok(())
@@ -768,8 +1170,7 @@ impl MinfsNvm {
             return Ok(0);
         }
         let offset = self.view_start + self.position;
-        self.file
-            .read_at(&mut buf[..len], offset)
+        self.read_at(&mut buf[..len], offset)
             .map_err(|e| track!(from_minfs(e)))?;
         let shared = lock(&self.shared);
         // Held writes are newer than the media.
@@ -779,6 +1180,68 @@ impl MinfsNvm {
         drop(shared);
         self.position += len as u64;
         Ok(len)
+    }
+
+    /// Reads file bytes `[offset, offset + buf.len())`: ring space past the journal's end is
+    /// left alone while the storage opens (zeros: see `Shared::clip`), and a read that fails
+    /// with an unreadable sector is served from the copy where it vouches for the bytes, which
+    /// are then written back in place.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> minfs::Result<()> {
+        let shared = lock(&self.shared);
+        let free: Vec<(u64, u64)> = shared
+            .clip
+            .iter()
+            .flatten()
+            .filter(|(a, b)| *a < offset + buf.len() as u64 && offset < *b)
+            .copied()
+            .collect();
+        drop(shared);
+        if !free.is_empty() {
+            // Read the pieces outside the free ranges; zeros in them.
+            let end = offset + buf.len() as u64;
+            buf.fill(0);
+            let mut at = offset;
+            let mut ranges = free;
+            ranges.sort_unstable();
+            for (a, b) in ranges.into_iter().chain(std::iter::once((end, end))) {
+                let a = a.max(offset).min(end);
+                if a > at {
+                    let (s, e) = ((at - offset) as usize, (a - offset) as usize);
+                    self.read_direct(&mut buf[s..e], at)?;
+                }
+                at = at.max(b.min(end));
+            }
+            return Ok(());
+        }
+        self.read_direct(buf, offset)
+    }
+
+    fn read_direct(&self, buf: &mut [u8], offset: u64) -> minfs::Result<()> {
+        match self.file.read_at(buf, offset) {
+            Err(e) if recovery::is_unreadable(&e) => {
+                let shared = lock(&self.shared);
+                let served = match shared.copy.as_ref() {
+                    Some(c) => {
+                        c.serve(&self.file, offset, buf.len() as u64, shared.durable_head)?
+                    }
+                    None => None,
+                };
+                drop(shared);
+                let Some(bytes) = served else {
+                    return Err(e);
+                };
+                buf.copy_from_slice(&bytes);
+                log::warn!(
+                    "{}: file {:?}: {} bytes at {offset} unreadable ({e}); served from the copy \
+                     and rewritten in place",
+                    self.file.target(),
+                    self.file.name(),
+                    buf.len()
+                );
+                self.file.write_at(&bytes, offset)
+            }
+            other => other,
+        }
     }
 
     fn write_impl(&mut self, buf: &[u8]) -> cannyls::Result<usize> {
@@ -816,8 +1279,32 @@ impl MinfsNvm {
             // Written to: the file is in use, keep it.
             unused.keep = true;
         }
+        if offset == 0 && self.view_start == 0 {
+            let header_only = shared
+                .journal
+                .is_some_and(|p| buf.len() as u64 <= p.header.0);
+            if header_only {
+                // Cannyls rewriting the storage header region (a 1.0 header upgraded to 1.1 at
+                // open): the copy's too.
+                let file = self.file.clone();
+                if let Some(c) = shared.copy.as_mut() {
+                    c.mark_dirty(&file)?;
+                    c.mirror(&file, 0, buf)?;
+                }
+            } else {
+                // A storage created here: its layout is learnt again, and its copy made, at
+                // the split that follows.
+                shared.created = true;
+                shared.layout_read = false;
+                shared.journal = None;
+                shared.copy = None;
+                shared.clip = None;
+            }
+            return self.file.write_at(buf, offset);
+        }
         match shared.journal {
             Some(p) if p.ring == self.range() => {
+                shared.clip = None;
                 // Ring bytes the durable journal header still needs (between its head and the
                 // head of a held header) must not be overwritten before that header is durable:
                 // write up to them, commit, then the rest.
@@ -825,10 +1312,13 @@ impl MinfsNvm {
                 if let Some(x) = shared.released(&p).and_then(|r| first_in(offset, end, &r)) {
                     let x = self.block_size.floor_align(x).max(offset);
                     let n = (x - offset) as usize;
+                    note_ring(&self.file, &mut shared, &p, &buf[..n], offset)?;
                     ring_write(&self.file, &mut shared, self.block_size, &buf[..n], offset)?;
                     commit(&self.file, &mut shared)?;
+                    note_ring(&self.file, &mut shared, &p, &buf[n..], x)?;
                     return ring_write(&self.file, &mut shared, self.block_size, &buf[n..], x);
                 }
+                note_ring(&self.file, &mut shared, &p, buf, offset)?;
                 ring_write(&self.file, &mut shared, self.block_size, buf, offset)
             }
             Some(p) if p.header == self.range() => {
@@ -840,6 +1330,48 @@ impl MinfsNvm {
             _ => self.file.write_at(buf, offset),
         }
     }
+}
+
+/// Tells the copy what the primary's ring holds now (file offset `offset`).
+fn note_ring(
+    file: &FileHandle,
+    shared: &mut Shared,
+    p: &JournalPlace,
+    buf: &[u8],
+    offset: u64,
+) -> minfs::Result<()> {
+    if let Some(c) = shared.copy.as_mut() {
+        c.mark_dirty(file)?;
+        c.note_ring_write(offset - p.ring.0, buf);
+    }
+    Ok(())
+}
+
+/// The ring ranges (file offsets) past the end of a journal the walk `info` read to its
+/// `EndOfRecords` at `end`: free space, whose bytes Cannyls does not look at.
+fn free_ring(layout: &recovery::Layout, info: &recovery::WalkInfo, end: u64) -> Vec<(u64, u64)> {
+    let bs = u64::from(layout.block_size);
+    let cap = layout.ring_size() / bs * bs;
+    let live_end = (end + recovery::RECORD_HEAD).div_ceil(bs) * bs;
+    let head = info.head / bs * bs;
+    let ring = layout.ring_start();
+    let mut free = Vec::new();
+    match info.wrap {
+        Some(w) => {
+            let first_end = (w + recovery::RECORD_HEAD).div_ceil(bs) * bs;
+            free.push((first_end, cap));
+            free.push((live_end, head));
+        }
+        None if live_end > head || (live_end == head && end >= info.head) => {
+            free.push((live_end, cap));
+            free.push((0, head));
+        }
+        None => {}
+    }
+    free.into_iter()
+        .filter(|(a, b)| a < b)
+        .map(|(a, b)| (ring + a, ring + b))
+        .collect()
 }
 
 /// A write to the ring: the first unit of an epoch's first write is held (see "Write order").
@@ -900,6 +1432,11 @@ impl Shared {
 
 /// Makes everything written durable, then the held ring unit, then a held journal header, each
 /// durable before the next.
+///
+/// The copy ([`copy`]): when the head moves, the copy is first brought level with the
+/// primary's committed journal and its journal header written in the batch of the primary's
+/// (else it is given up until the next open); after the last flush, a catch-up when one is
+/// due (written now, flushed by the next commit).
 fn commit(file: &FileHandle, shared: &mut Shared) -> minfs::Result<()> {
     if let Some((at, held)) = shared.held.take() {
         file.flush()?;
@@ -907,10 +1444,29 @@ fn commit(file: &FileHandle, shared: &mut Shared) -> minfs::Result<()> {
     }
     if let Some((at, header)) = shared.header.take() {
         file.flush()?;
+        let head = u64::from_be_bytes(header[..8].try_into().expect("8 bytes"));
+        if let Some(c) = shared.copy.as_mut().filter(|c| !c.is_lost()) {
+            if c.level(file)? {
+                c.write_head(file, &header, head)?;
+            } else {
+                c.give_up(
+                    file,
+                    "the head moved in the middle of a journal write, before the copy could \
+                     follow the records to their end",
+                )?;
+            }
+        }
         file.write_at(&header, at)?;
-        shared.durable_head = u64::from_be_bytes(header[..8].try_into().expect("8 bytes"));
+        shared.durable_head = head;
     }
-    file.flush()
+    file.flush()?;
+    if let Some(c) = shared.copy.as_mut() {
+        c.unflushed = false;
+        if c.due() {
+            c.catch_up(file)?;
+        }
+    }
+    Ok(())
 }
 
 /// Copies into `dst` (at file offset `dst_at`) the overlapping part of `src` (at `src_at`).
@@ -949,7 +1505,37 @@ fn recorded_block_size(file: &FileHandle) -> Result<Option<u16>> {
         return Ok(None);
     }
     let mut buf = minfs::AlignedBuf::zeroed(sector, sector);
-    file.read_at(&mut buf, 0)?;
+    match file.read_at(&mut buf, 0) {
+        Ok(()) => {}
+        // Unreadable: the copy's, when the storage has one, written back at once (so that the
+        // open that follows does not fail on it again: each failed read costs the drive's
+        // error recovery time).
+        Err(e) if recovery::is_unreadable(&e) => match copy::find(file).ok().flatten() {
+            Some(t) if t.state == copy::CopyState::Valid => {
+                let bs = usize::from(t.block_size);
+                let mut region = minfs::AlignedBuf::zeroed(bs, sector);
+                file.read_at(&mut region, t.image)?;
+                if copy::header_uuid(&region) != t.uuid {
+                    return Err(e.into());
+                }
+                buf.copy_from_slice(&region[..sector]);
+                if file
+                    .write_at(&region, 0)
+                    .and_then(|()| file.flush())
+                    .is_ok()
+                {
+                    log::warn!(
+                        "{}: file {:?}: the storage header was unreadable ({e}); rewritten from \
+                         the copy",
+                        file.target(),
+                        file.name()
+                    );
+                }
+            }
+            _ => return Err(e.into()),
+        },
+        Err(e) => return Err(e.into()),
+    }
     Ok(StorageHeader::read_from(&buf[..])
         .ok()
         .map(|h| h.block_size.as_u16()))
@@ -1016,6 +1602,7 @@ impl NonVolatileMemory for MinfsNvm {
             position: 0,
             shared: self.shared.clone(),
             recovery: self.recovery.clone(),
+            opened: self.opened.clone(),
         };
         let right = MinfsNvm {
             view_start: middle,

@@ -57,6 +57,8 @@ pub enum Region {
     Journal,
     /// The data region (lumps' blocks).
     Data,
+    /// The copy of the storage header and journal region, or its trailer ([`crate::copy`]).
+    Copy,
     /// Past the storage's end (file space Cannyls does not use).
     Unused,
 }
@@ -69,6 +71,7 @@ impl Region {
             Region::JournalHeader => "journal-header",
             Region::Journal => "journal",
             Region::Data => "data",
+            Region::Copy => "copy",
             Region::Unused => "unused",
         }
     }
@@ -92,6 +95,8 @@ pub struct LumpMap {
     /// How the journal walk ended (clean, or a torn tail Cannyls would refuse: the lumps are
     /// then those before the tear).
     pub journal: Inspection,
+    /// Where the copy and its trailer are in the file (`[image, file end)`), when it has one.
+    pub copy: Option<(u64, u64)>,
 }
 
 impl LumpMap {
@@ -104,13 +109,29 @@ impl LumpMap {
         capacity: u64,
     ) -> minfs::Result<Result<LumpMap, String>> {
         let mut records: Vec<(u64, Vec<u8>)> = Vec::new();
-        let journal = recovery::walk(file, base, capacity, &mut |pos, bytes| {
-            records.push((pos, bytes.to_vec()))
-        })?;
+        // Unreadable journal sectors come from the copy, when it vouches for them (read only).
+        let trailer = if base == 0 {
+            crate::copy::find(file).ok().flatten()
+        } else {
+            None
+        };
+        let capacity = trailer.as_ref().map_or(capacity, |t| capacity.min(t.image));
+        let mut fallback = trailer.map(|t| crate::copy::OpenFallback::new(file, t));
+        let (journal, _) = recovery::walk_with(
+            file,
+            base,
+            capacity,
+            fallback.as_mut().map(|f| f as &mut dyn recovery::Fallback),
+            None,
+            &mut |pos, bytes| records.push((pos, bytes.to_vec())),
+        )?;
         let layout = match &journal {
             Inspection::NoStorage(why) => return Ok(Err(why.clone())),
             Inspection::Clean { layout, .. } => *layout,
             Inspection::TornTail(cut) => cut.layout,
+            Inspection::Hole(hole) => {
+                return Ok(Err(format!("the journal cannot be read: {hole}")));
+            }
             Inspection::Unrepairable {
                 layout,
                 head,
@@ -168,11 +189,16 @@ impl LumpMap {
                 _ => {}
             }
         }
+        let copy = crate::copy::find(file)
+            .ok()
+            .flatten()
+            .map(|t| (base + t.image, base + t.file_size()));
         Ok(Ok(LumpMap {
             layout,
             base,
             lumps,
             journal,
+            copy,
         }))
     }
 
@@ -208,7 +234,12 @@ impl LumpMap {
             .map(|(_, _, r)| *r)
             .collect();
         let storage_end = bounds[3].1;
-        if end > storage_end || offset < self.base {
+        let (copy_start, copy_end) = self.copy.unwrap_or((u64::MAX, u64::MAX));
+        if offset < copy_end && copy_start < end {
+            out.push(Region::Copy);
+        }
+        let unused_end = end.min(copy_start);
+        if (unused_end > storage_end && offset < copy_start) || offset < self.base {
             out.push(Region::Unused);
         }
         out

@@ -52,7 +52,7 @@ use std::time::Instant;
 use cannyls::block::BlockSize;
 use cannyls::lump::{LumpData, LumpId};
 use cannyls::storage::{Storage, StorageBuilder};
-use cannyls_adapter::MinfsNvm;
+use cannyls_adapter::{copy, CopyOptions, CopyPolicy, MinfsNvm};
 use minfs::device::fault::{Fate, FaultDevice, MediaState, OpKind, TraceEntry};
 use minfs::{BlockDevice, Filesystem, FormatOptions};
 
@@ -192,7 +192,19 @@ fn live_run(ops: &[Op], mode: Mode) -> (Vec<TraceEntry>, u64, Vec<Done>) {
         },
     )
     .expect("format");
-    let mut nvm = MinfsNvm::create_in(&fs, FILE, CAPACITY).expect("create nvm");
+    // The copy of the header and journal (cannyls_adapter::copy) 1 MiB away (the device is
+    // small), catching up at every second sync, so that its stages and confirms are crashed
+    // too.
+    let mut nvm = MinfsNvm::create_in(&fs, FILE, CAPACITY)
+        .expect("create nvm")
+        .with_copy_options(CopyOptions {
+            min_distance: 1 << 20,
+            policy: CopyPolicy {
+                max_age: std::time::Duration::from_secs(3600),
+                max_syncs: 2,
+            },
+            ..CopyOptions::default()
+        });
     if let Some(bs) = mode.block_size {
         nvm = nvm
             .with_block_size(BlockSize::new(bs).expect("block size"))
@@ -228,8 +240,33 @@ fn live_run(ops: &[Op], mode: Mode) -> (Vec<TraceEntry>, u64, Vec<Done>) {
         });
     }
     drop(storage);
+    let file = fs.open_file(FILE).expect("file");
+    let c = copy::check(&file).expect("copy check");
+    assert!(
+        c.level() && c.agree(),
+        "the copy is level after the run: {c:?}"
+    );
+    let t = c.trailer.expect("a copy");
+    let copy_dev = cannyls_adapter::lumps::device_ranges(&file.extents(), t.image, t.len);
+    drop(file);
     drop(fs);
-    (dev.take_trace(), created, done)
+    let trace = dev.take_trace();
+    // The copy's ring was written as the run went (catch-ups), not only at the end.
+    let ring_at = copy_dev[0].0 + 8192;
+    let catch_ups = trace[..trace.len() * 3 / 4]
+        .iter()
+        .filter(|e| {
+            e.kind == OpKind::Write
+                && copy_dev
+                    .iter()
+                    .any(|&(a, n)| e.offset >= a.max(ring_at) && e.offset < a + n)
+        })
+        .count();
+    assert!(
+        catch_ups > 10,
+        "the copy caught up during the run: {catch_ups} writes"
+    );
+    (trace, created, done)
 }
 
 #[derive(Debug, Default)]
@@ -249,6 +286,13 @@ struct Tally {
     random: u64,
     /// Images in which a 512e read-modify-write ruined a physical sector.
     ruined: u64,
+    /// Images in which the copy vouched for a byte the primary does not hold, or was not
+    /// level after the storage was opened and closed.
+    copy_disagrees: u64,
+    /// Images opened again with a block of the journal's path unreadable: served from the
+    /// copy (opened with every acknowledged lump), or in the copy's lag (a hole, refused).
+    bad_served: u64,
+    bad_in_lag: u64,
 }
 
 impl Tally {
@@ -267,6 +311,9 @@ impl Tally {
         self.repairs += o.repairs;
         self.random += o.random;
         self.ruined += o.ruined;
+        self.copy_disagrees += o.copy_disagrees;
+        self.bad_served += o.bad_served;
+        self.bad_in_lag += o.bad_in_lag;
     }
 }
 
@@ -311,6 +358,9 @@ enum Kind {
     /// Cannyls issue #28, counted apart: a lump whose delete had begun but not been synced
     /// reads the bytes of a lump put after the delete into its space.
     ReusedBeforeSync,
+    /// The copy vouched for bytes the primary does not hold, or was not level after a clean
+    /// close.
+    CopyDisagrees,
 }
 
 #[derive(Debug)]
@@ -367,11 +417,35 @@ fn check(run: &Run, media: &MediaState, fates: &[Fate], k: u64) -> Result<Passed
             let _ = StorageBuilder::new().open(nvm);
         }
     } else {
+        // Whatever the crash left, the copy vouches only for what the primary holds.
+        let file = fs
+            .open_file(FILE)
+            .map_err(|e| vec![wrong(Kind::Reopen, format!("open file: {e}"))])?;
+        match copy::check(&file) {
+            Ok(c) if c.agree() => {}
+            other => found.push(wrong(
+                Kind::CopyDisagrees,
+                format!("the crash image's copy: {other:?}"),
+            )),
+        }
+        drop(file);
         let nvm = MinfsNvm::from_filesystem(&fs, FILE)
             .map_err(|e| vec![wrong(Kind::Reopen, format!("open nvm: {e}"))])?;
         repaired = nvm.recovery().is_some();
         match StorageBuilder::new().open(nvm) {
-            Ok(mut storage) => check_lumps(run, &mut storage, k, &mut found),
+            Ok(mut storage) => {
+                check_lumps(run, &mut storage, k, &mut found);
+                drop(storage);
+                // Closed: the copy is level with the primary.
+                let file = fs.open_file(FILE).expect("file");
+                match copy::check(&file) {
+                    Ok(c) if c.agree() && c.level() => {}
+                    other => found.push(wrong(
+                        Kind::CopyDisagrees,
+                        format!("after open and close: {other:?}"),
+                    )),
+                }
+            }
             Err(e) if *e.kind() == cannyls::ErrorKind::StorageCorrupted => {
                 found.push(wrong(Kind::StorageCorrupted, format!("open storage: {e}")))
             }
@@ -387,6 +461,67 @@ fn check(run: &Run, media: &MediaState, fates: &[Fate], k: u64) -> Result<Passed
         Ok(Passed { checked, repaired })
     } else {
         Err(found)
+    }
+}
+
+/// The crash image with one block of the primary journal's path unreadable (chosen from `k`):
+/// the storage opens with every acknowledged lump when the copy vouches for the block
+/// (`Ok(true)`), or is refused as unreadable when the block is in the copy's lag (`Ok(false)`);
+/// anything else is an error.
+fn check_bad_block(run: &Run, media: &MediaState, fates: &[Fate], k: u64) -> Result<bool, String> {
+    let dev = Arc::new(media.crash_device(fates, PHYSICAL));
+    let fs = Filesystem::open_device(dev.clone() as Arc<dyn BlockDevice>, "crash")
+        .map_err(|e| e.to_string())?;
+    let file = fs.open_file(FILE).map_err(|e| e.to_string())?;
+    let c = copy::check(&file).map_err(|e| e.to_string())?;
+    let t = c.trailer.clone();
+    let bs = 4096u64;
+    let blocks: Vec<u64> = c
+        .primary_path
+        .iter()
+        .flat_map(|&(a, b)| (a / bs..b.div_ceil(bs)).map(|i| i * bs))
+        .collect();
+    if blocks.is_empty() {
+        return Ok(false);
+    }
+    let ring_block = blocks[(k as usize * 7 + fates.len()) % blocks.len()];
+    let layout_ring = match recovery_ring_start(&file) {
+        Some(r) => r,
+        None => return Ok(false),
+    };
+    let vouched = copy::covered(ring_block, ring_block + bs, &c.primary_path, &c.vouched)
+        && t.as_ref()
+            .is_some_and(|t| t.state == copy::CopyState::Valid);
+    let at =
+        cannyls_adapter::lumps::device_ranges(&file.extents(), layout_ring + ring_block, bs)[0].0;
+    drop(file);
+    dev.make_unreadable(at, bs);
+    match MinfsNvm::from_filesystem(&fs, FILE) {
+        Ok(nvm) => {
+            let mut storage = StorageBuilder::new()
+                .open(nvm)
+                .map_err(|e| format!("ring block {ring_block}: Cannyls: {e}"))?;
+            let mut found = Vec::new();
+            check_lumps(run, &mut storage, k, &mut found);
+            found.retain(|w| w.kind != Kind::ReusedBeforeSync);
+            if let Some(w) = found.first() {
+                return Err(format!("ring block {ring_block}: {:?}: {}", w.kind, w.what));
+            }
+            Ok(true)
+        }
+        Err(cannyls_adapter::Error::JournalUnreadable { .. }) if !vouched => Ok(false),
+        Err(e) => Err(format!(
+            "ring block {ring_block} (vouched by the copy: {vouched}): {e}; copy check {c:?}"
+        )),
+    }
+}
+
+/// The file offset of the ring of the storage in `file`.
+fn recovery_ring_start(file: &minfs::FileHandle) -> Option<u64> {
+    match cannyls_adapter::recovery::inspect(file, 0, file.size()).ok()? {
+        cannyls_adapter::Inspection::Clean { layout, .. } => Some(layout.ring_start()),
+        cannyls_adapter::Inspection::TornTail(cut) => Some(cut.layout.ring_start()),
+        _ => None,
     }
 }
 
@@ -496,6 +631,22 @@ fn check_and_count(
         (Ok(p), _) => {
             t.before_storage += u64::from(!p.checked);
             t.repairs += u64::from(p.repaired);
+            if p.checked && t.images % 5 == 0 {
+                match catch_unwind(AssertUnwindSafe(|| check_bad_block(run, media, fates, k))) {
+                    Ok(Ok(true)) => t.bad_served += 1,
+                    Ok(Ok(false)) => t.bad_in_lag += 1,
+                    Ok(Err(w)) => {
+                        t.copy_disagrees += 1;
+                        failures.push(format!("crash point {k}, fates {fates:?}: bad block: {w}"));
+                    }
+                    Err(_) => {
+                        t.panics += 1;
+                        failures.push(format!(
+                            "crash point {k}, fates {fates:?}: bad block: panic"
+                        ));
+                    }
+                }
+            }
         }
         (Err(w), Some(true)) => {
             // Cannyls refused a journal whose tail a crash tore: what the repair on open is for.
@@ -518,6 +669,7 @@ fn check_and_count(
                     Kind::Resurrected => t.resurrected += 1,
                     Kind::Phantom => t.phantoms += 1,
                     Kind::WrongContent => t.wrong_content += 1,
+                    Kind::CopyDisagrees => t.copy_disagrees += 1,
                     Kind::ReusedBeforeSync => unreachable!(),
                 }
                 failures.push(format!(
@@ -643,8 +795,9 @@ fn suite(mode: Mode, name: &str) -> (Tally, Vec<String>) {
          images: {}, random crash images: {}, torn variants: {}, images before the storage \
          existed: {}, journal repairs on open: {}, reopen failures: {}, journal-tail refusals: \
          {}, lost lumps: {}, resurrected lumps: {}, phantom lumps: {}, wrong-content reads: {}, \
-         panics: {}, reads of a lump deleted but not synced whose space a later put reused \
-         (Cannyls issue #28): {}",
+         panics: {}, copy disagreements: {}, images with a journal block unreadable: {} \
+         served from the copy, {} in its lag (refused as unreadable), reads of a lump deleted \
+         but not synced whose space a later put reused (Cannyls issue #28): {}",
         if mode.rmw { "yes" } else { "no" },
         t.images,
         t.random,
@@ -658,6 +811,9 @@ fn suite(mode: Mode, name: &str) -> (Tally, Vec<String>) {
         t.phantoms,
         t.wrong_content,
         t.panics,
+        t.copy_disagrees,
+        t.bad_served,
+        t.bad_in_lag,
         t.reused_before_sync,
     );
     if mode.rmw {

@@ -342,3 +342,41 @@ fn file_without_storage_is_named_as_such() {
     drop(fs);
     MinfsNvm::open(&img.path, "empty").unwrap();
 }
+
+/// A capacity smaller than one block is refused, naming both sizes, and makes no file; one
+/// that is not a multiple of the block size is rounded down, as the docs say (`FileNvm`, at
+/// Cannyls' 512-byte blocks, gives what was asked).
+#[test]
+fn capacity_smaller_than_a_block_is_refused_and_others_round_down() {
+    let img = image(8 * MIB);
+    let fs = Filesystem::open(&img.path, OpenMode::ReadWrite).unwrap();
+    for small in [0u64, 1, 1024, 4095] {
+        let e = MinfsNvm::create_in(&fs, "tiny", small).unwrap_err();
+        match &e {
+            Error::CapacityTooSmall {
+                capacity,
+                block_size,
+                ..
+            } => assert_eq!((*capacity, *block_size), (small, 4096)),
+            other => panic!("create({small}): expected CapacityTooSmall, got {other:?}"),
+        }
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("{small} bytes")) && msg.contains("4096-byte block"),
+            "{msg}"
+        );
+        assert_eq!(*cannyls::Error::from(e).kind(), ErrorKind::InvalidInput);
+        assert!(fs.stat("tiny").is_err(), "no file made for {small}");
+    }
+    let nvm = MinfsNvm::create_in(&fs, "odd", 10240).unwrap();
+    assert_eq!(nvm.capacity(), 8192, "rounded down to the 4096-byte block");
+    assert_eq!(
+        fs.stat("odd").unwrap().size,
+        10240,
+        "the file keeps what was asked"
+    );
+    drop(nvm);
+    // The docs say so where the rounding happens.
+    let src = include_str!("../src/lib.rs");
+    assert!(src.contains("`create(.., 10240)` gives a memory of 8192"));
+}

@@ -158,15 +158,18 @@ fn a_bad_sector_under_a_lump_is_named_with_that_lump() {
     );
     assert!(map.lumps_in(0, 4096).is_empty());
 
-    // An unreadable journal sector keeps the storage from opening: the journal walk on open
-    // reads it. Its owner rewrites it with the bytes it holds (here: known), and Cannyls opens.
-    let img = dev.volatile_image();
-    let js = (emb / 512 * 512) as usize;
-    let mut buf = minfs::AlignedBuf::zeroed(512, 4096);
-    let nvm = MinfsNvm::from_filesystem(&fs, "lusf");
-    assert!(nvm.is_err(), "opened over an unreadable journal sector");
-    buf.copy_from_slice(&img[js..js + 512]);
-    dev.write_at(&buf, js as u64).unwrap();
+    // An unreadable journal sector no longer keeps the storage from opening: the journal walk
+    // on open reads it, serves it from the copy of the journal and rewrites it in place.
+    let js = emb / 512 * 512;
+    let nvm =
+        MinfsNvm::from_filesystem(&fs, "lusf").expect("opens over an unreadable journal sector");
+    let rewritten = &nvm.opened().unwrap().rewritten;
+    assert!(!rewritten.is_empty(), "served from the copy");
+    drop(nvm);
+    assert!(
+        !dev.unreadable_sectors().contains(&js),
+        "the journal sector was rewritten from the copy"
+    );
     // Cannyls rewrites lump 13 (what an operator's repair does: delete, sync, put the bytes
     // from a replica). The new copy lies elsewhere: the bad sector is now in blocks Cannyls
     // holds free, named with no lump, until a later put writes them (which clears it).
@@ -241,7 +244,14 @@ fn cli_scrub_of_a_clean_storage_and_bad_input() {
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["index"]["lumps"], 5);
     assert_eq!(j["index"]["journal_clean"], true);
-    assert_eq!(j["bytes_read"], 32u64 << 20);
+    // The whole file: the storage and its copy.
+    let size = minfs::Filesystem::open(&img, minfs::OpenMode::ReadOnly)
+        .unwrap()
+        .stat("cannyls.lusf")
+        .unwrap()
+        .size;
+    assert!(size > 32 << 20, "the file holds the copy too");
+    assert_eq!(j["bytes_read"], size);
     assert_eq!(j["bad_ranges"].as_array().unwrap().len(), 0);
     let out = bin().arg("scrub").arg(&img).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

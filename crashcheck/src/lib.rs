@@ -93,6 +93,9 @@ pub struct Counts {
     pub issue28: u64,
     /// In-flight puts reading wrong bytes (apart).
     pub inflight_wrong: u64,
+    /// minfs: states whose copy of the header and journal vouched for bytes the journal does
+    /// not hold, or was not level after open and close.
+    pub copy_disagrees: u64,
     /// States with anything counted against the target.
     pub bad_states: u64,
 }
@@ -174,6 +177,7 @@ pub fn check(
             c.phantom += o.phantom;
             c.issue28 += o.issue28;
             c.inflight_wrong += o.inflight_wrong;
+            c.copy_disagrees += u64::from(o.copy_disagrees);
             c.bad_states += u64::from(o.bad());
             let v = by_variant
                 .entry(plan.variant.name().to_string())
@@ -253,7 +257,7 @@ pub fn summary(dir: &Path) -> Result<String, String> {
         let n = |k: &str| c[k].as_u64().unwrap_or(0);
         let ruined = v["by_variant"]["ruined-512e"]["lost"].as_u64().unwrap_or(0);
         rows.push(format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({} in ruined-512e states) | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({} in ruined-512e states) | {} | {} | {} | {} | {} | {} |",
             v["workload"].as_str().unwrap_or("?"),
             v["target"].as_str().unwrap_or("?"),
             v["flushes"],
@@ -270,6 +274,7 @@ pub fn summary(dir: &Path) -> Result<String, String> {
             n("phantom"),
             n("issue28"),
             n("inflight_wrong"),
+            n("copy_disagrees"),
         ));
         if let Some(by) = v["by_variant"].as_object() {
             for (variant, c) in by {
@@ -292,9 +297,9 @@ pub fn summary(dir: &Path) -> Result<String, String> {
     let head = "| workload | target | flushes | crash points | crash states | repairs needed \
                 | FS does not open | storage does not open | before any sync | acknowledged lumps \
                 lost | wrong bytes (acknowledged) | resurrected | phantom | Cannyls #28 (apart) \
-                | in-flight puts with wrong bytes (apart) |\n\
+                | in-flight puts with wrong bytes (apart) | copy of the journal disagrees |\n\
                 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: \
-                | ---: | ---: | ---: |";
+                | ---: | ---: | ---: | ---: |";
     let variants = "By kind of crash state (none: no in-flight write; subset: a random subset; \
                     torn: a subset and one torn write; ruined-512e: a subset and a 4 KiB \
                     physical sector ruined by a cut read-modify-write):\n\n\

@@ -112,7 +112,9 @@ fn power_cuts_of_minfs_and_ext4() {
     let states = n(&minfs, "states") + n(&ext4, "states");
     assert!(states >= 200, "only {states} crash states\n{text}");
     assert!(minfs["flushes"].as_u64().unwrap() >= 100, "{minfs}");
-    // minfs at block size 4096 loses nothing, whatever the crash.
+    // minfs at block size 4096 loses nothing, whatever the crash; the copy of its header and
+    // journal (made by default) vouches only for what the journal holds, and is level again
+    // once the storage was opened and closed.
     for k in [
         "fs_failed",
         "storage_failed",
@@ -120,6 +122,7 @@ fn power_cuts_of_minfs_and_ext4() {
         "wrong_bytes",
         "resurrected",
         "phantom",
+        "copy_disagrees",
     ] {
         assert_eq!(n(&minfs, k), 0, "minfs {k}: {minfs}");
     }

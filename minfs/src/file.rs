@@ -69,6 +69,13 @@ impl FileHandle {
         self.inner.dev.physical_sector_size()
     }
 
+    /// The filesystem the file is in (e.g. to grow the file: [`crate::Filesystem::grow`]).
+    pub fn filesystem(&self) -> crate::Filesystem {
+        crate::Filesystem {
+            inner: self.inner.clone(),
+        }
+    }
+
     /// The target's name.
     pub fn target(&self) -> &str {
         &self.inner.target

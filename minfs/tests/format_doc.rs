@@ -14,21 +14,7 @@ fn doc() -> String {
 
 /// The rows of the first table after `heading`, as cells.
 fn table_after(doc: &str, heading: &str) -> Vec<Vec<String>> {
-    let start = doc
-        .find(heading)
-        .unwrap_or_else(|| panic!("FORMAT.md has no heading {heading:?}"));
-    doc[start..]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .skip(2) // header and separator
-        .map(|l| {
-            l.trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().trim_matches('`').to_string())
-                .collect()
-        })
-        .collect()
+    testutil::markdown_table_after(doc, heading)
 }
 
 #[test]

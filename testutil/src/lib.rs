@@ -426,3 +426,24 @@ impl Drop for SystemLinks {
         }
     }
 }
+
+/// The rows of the first Markdown table after `heading` in `text`, as cells (trimmed, backticks
+/// removed), without the header row and the separator: what the format-document tests compare
+/// with the code.
+pub fn markdown_table_after(text: &str, heading: &str) -> Vec<Vec<String>> {
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no heading {heading:?}"));
+    text[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // header and separator
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().trim_matches('`').to_string())
+                .collect()
+        })
+        .collect()
+}

@@ -73,6 +73,11 @@ pub struct RunArgs {
     /// raw: run even on a device that holds a filesystem or partition table (destroys it).
     #[arg(long)]
     pub force: bool,
+    /// minfs: give the storage no copy of its header and journal (MinfsNvm makes one by
+    /// default: cannyls-adapter's copy module), to measure what the copy costs
+    /// (`minfs-bench compare --targets minfs,minfs@nocopy`).
+    #[arg(long)]
+    pub no_journal_copy: bool,
 }
 
 fn parse_backend(s: &str) -> Result<BackendSpec, String> {
@@ -129,6 +134,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::
         journal_ratio: args.journal_ratio,
         block_size,
         force: args.force,
+        journal_copy: !args.no_journal_copy,
     };
 
     let mut hooks = Hooks::default();

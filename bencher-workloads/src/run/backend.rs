@@ -167,6 +167,9 @@ pub struct Setup {
     pub block_size: u32,
     /// Run `raw:` on a device that holds a known signature.
     pub force: bool,
+    /// `minfs:`: give the storage a copy of its header and journal (`MinfsNvm`'s default,
+    /// cannyls_adapter::copy); `--no-journal-copy` makes none (to measure what it costs).
+    pub journal_copy: bool,
 }
 
 /// A backend that could not be made ready; the message names the backend and what is wrong.
@@ -402,7 +405,10 @@ fn minfs_nvm(
         }
         Err(e) => return Err(e.to_string()),
     };
-    let nvm = nvm.with_block_size(block_size).map_err(|e| e.to_string())?;
+    let mut nvm = nvm.with_block_size(block_size).map_err(|e| e.to_string())?;
+    if !setup.journal_copy {
+        nvm = nvm.without_copy();
+    }
     let ratio = ratio_for(setup, nvm.capacity());
     Ok((nvm, ratio))
 }
@@ -681,6 +687,7 @@ mod tests {
             journal_ratio: None,
             block_size: 512,
             force: false,
+            journal_copy: true,
         };
         let zeros = dir.path().join("zeros");
         fs::write(&zeros, vec![0u8; (8 << 20) + 100]).unwrap();
@@ -735,6 +742,7 @@ mod tests {
             journal_ratio: None,
             block_size: 512,
             force: false,
+            journal_copy: true,
         };
         assert_eq!(reuse("f", 200, &setup), Ok(200));
         assert!(reuse("f", 50, &setup)

@@ -14,6 +14,7 @@
 //!     journal_ratio: None,
 //!     block_size: 512,
 //!     force: false,
+//!     journal_copy: true,
 //! };
 //! let mut opened = backend::open(&backend::BackendSpec::Memory, &setup)?;
 //! let outcome = opened.storage.execute(&ops, ExecOptions { verify: true, ..Default::default() }, &mut Hooks::default())?;

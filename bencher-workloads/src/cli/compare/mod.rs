@@ -140,7 +140,9 @@ pub struct CompareArgs {
     pub workloads: Option<String>,
     /// Comma-separated, from: minfs minfs-512 minfs-fuse minfs-fuse-grow ext4 ext4-prealloc
     /// ext4-defaults xfs xfs-prealloc raw; `all` for every one. TARGET@N runs TARGET at
-    /// Cannyls block size N (512 or 4096). Default: minfs,ext4,xfs,ext4@4096,xfs@4096 (the
+    /// Cannyls block size N (512 or 4096); minfs@nocopy is minfs without the copy of the
+    /// Cannyls header and journal (`--targets minfs,minfs@nocopy`: what the copy costs).
+    /// Default: minfs,ext4,xfs,ext4@4096,xfs@4096 (the
     /// file systems at Cannyls' default block size and at minfs's, so that the report tells
     /// the file system's part of a gap from the block size's).
     #[arg(long, value_name = "LIST")]
@@ -1801,6 +1803,10 @@ impl Runner<'_> {
         if let Some(bs) = prepared.block_size {
             cmd.args(["--block-size", &bs.to_string()]);
             shown.push_str(&format!(" --block-size {bs}"));
+        }
+        if prepared.no_journal_copy {
+            cmd.arg("--no-journal-copy");
+            shown.push_str(" --no-journal-copy");
         }
         cmd.args(["--content", &self.o.content]);
         cmd.arg("--json").arg(file("json"));

@@ -87,6 +87,9 @@ pub struct Prepared {
     pub backend: String,
     /// `--block-size`, if any.
     pub block_size: Option<u32>,
+    /// `--no-journal-copy` (`minfs@nocopy`: minfs without the copy of the Cannyls header and
+    /// journal, to measure what the copy costs).
+    pub no_journal_copy: bool,
     _mount: Option<Mount>,
     _fuse: Option<FuseMount>,
 }
@@ -200,9 +203,11 @@ impl Maker<'_> {
             Some((b, n)) => (b, n.parse::<u32>().ok()),
             None => (t, None),
         };
+        let no_journal_copy = base == "minfs" && t.ends_with("@nocopy");
         let mut p = Prepared {
             backend: String::new(),
             block_size: at.or(self.block_size),
+            no_journal_copy,
             _mount: None,
             _fuse: None,
         };
@@ -327,9 +332,16 @@ pub fn parse_targets(list: &str) -> Result<Vec<String>, String> {
             ));
         }
         if let Some((_, n)) = t.split_once('@') {
-            if n != "512" && n != "4096" {
+            if n == "nocopy" && b != "minfs" {
                 return Err(format!(
-                    "target '{t}': the block size after @ is 512 or 4096"
+                    "target '{t}': @nocopy (no copy of the Cannyls header and journal) is for \
+                     minfs only"
+                ));
+            }
+            if n != "512" && n != "4096" && n != "nocopy" {
+                return Err(format!(
+                    "target '{t}': the block size after @ is 512 or 4096 (or minfs@nocopy: \
+                     minfs without the copy of the Cannyls header and journal)"
                 ));
             }
             if b == "minfs-512" {
@@ -358,11 +370,17 @@ mod tests {
             parse_targets("minfs,ext4@4096").unwrap(),
             ["minfs", "ext4@4096"]
         );
+        assert_eq!(
+            parse_targets("minfs,minfs@nocopy").unwrap(),
+            ["minfs", "minfs@nocopy"]
+        );
         for (bad, want) in [
             ("zfs@4096", "unknown target 'zfs'"),
             ("ext4@1024", "after @ is 512 or 4096"),
             ("xfs,xfs", "listed twice"),
             ("minfs-512@4096", "use minfs@N"),
+            ("ext4@nocopy", "for minfs only"),
+            ("minfs@copy", "or minfs@nocopy"),
             ("", "--targets is empty"),
         ] {
             let e = parse_targets(bad).unwrap_err();
