@@ -13,10 +13,13 @@ use common::markdown::{prose_lines, repo, table_after};
 const TABLE_START: &str = "<!-- verdict-table ";
 const TABLE_END: &str = "<!-- /verdict-table -->";
 
+/// A workload's row of a report's first table: its name and each target's cell.
+type Row = (String, Vec<String>);
+
 /// The first table of a report (its first screen): the targets of its header, and per
 /// workload, in the report's order, each target's cell as written (estimate, mark, interval).
 /// `None` when the report has no such table.
-fn first_table(report: &str) -> Option<(Vec<String>, Vec<(String, Vec<String>)>)> {
+fn first_table(report: &str) -> Option<(Vec<String>, Vec<Row>)> {
     let lines: Vec<&str> = report.lines().collect();
     let start = lines.iter().position(|l| l.starts_with("| Workload |"))?;
     let cells = |l: &str| -> Vec<String> {
