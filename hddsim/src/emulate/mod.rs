@@ -121,6 +121,12 @@ pub struct DriveQueue {
     drive: Drive,
     /// The drive's profile, for [`DriveQueue::reset`].
     profile: Profile,
+    /// The model's time 0 on this queue's clock (ns): the arrival of the first request after
+    /// the last reset (0 before any). The drive's angle is the time since then, as in a
+    /// replay, whose clock starts at the first request of its trace.
+    epoch: f64,
+    /// The next request's arrival becomes the epoch (a reset happened).
+    new_epoch: bool,
     clock: Clock,
     t0: Instant,
     last_end: f64,
@@ -142,6 +148,8 @@ impl DriveQueue {
         Ok(DriveQueue {
             drive: Drive::new(profile),
             profile: profile.clone(),
+            epoch: 0.0,
+            new_epoch: false,
             clock,
             t0: Instant::now(),
             last_end: 0.0,
@@ -226,7 +234,11 @@ impl DriveQueue {
             queued,
             ..DriveRequest::new(op, sector, sectors)
         };
-        let end = self.drive.submit(&req, start) + extra_ns;
+        if self.new_epoch {
+            self.epoch = start;
+            self.new_epoch = false;
+        }
+        let end = self.drive.submit(&req, start - self.epoch) + self.epoch + extra_ns;
         self.last_end = end;
         let s = Scheduled {
             seq: self.seq,
@@ -271,8 +283,9 @@ impl DriveQueue {
     }
 
     /// Puts the modelled drive back as at power-on ([`Drive::reset`]): its cache empty, the
-    /// head at sector 0, nothing in service, so that what follows does not depend on what
-    /// came before. Refused while the cache holds dirty data (flush first) or a request is
+    /// head at sector 0, nothing in service, its clock starting again at the next request's
+    /// arrival (as a replay's starts at its first request: the platter's angle then matches a
+    /// replay of what follows), so that what follows does not depend on what came before. Refused while the cache holds dirty data (flush first) or a request is
     /// in service at `now`. The statistics are kept; `resets` counts it.
     pub fn reset(&mut self, now: Instant) -> Result<(), ResetRefused> {
         let dirty = self.drive.dirty_sectors();
@@ -287,6 +300,7 @@ impl DriveQueue {
             return Err(ResetRefused::Busy((self.last_end - now_ns) as u64));
         }
         self.drive.reset(&self.profile);
+        self.new_epoch = true;
         self.stats.resets += 1;
         Ok(())
     }
@@ -423,6 +437,29 @@ mod tests {
         assert_eq!((got.0, got.1), (want.0, want.1), "{got:?} {want:?}");
         assert!((got.2 - want.2).abs() < 1.0, "{got:?} {want:?}");
         assert_eq!(used.request_stats().resets, 1);
+        // The clock starts again at the first request after the reset, as a replay's at the
+        // first request of its trace: the same requests take the same times, rotation
+        // included, as on a new drive.
+        let services = |q: &mut DriveQueue| -> Vec<f64> {
+            [
+                (7u64 << 20, 64u64),
+                (400 << 20, 8),
+                (7 << 20, 2048),
+                (123 << 20, 256),
+            ]
+            .iter()
+            .map(|&(sector, n)| q.submit(ReqOp::Read, sector, n).service_ns())
+            .collect()
+        };
+        let mut fresh = DriveQueue::new(&p, Clock::Virtual, None).unwrap();
+        let new_drive = services(&mut fresh);
+        used.submit(ReqOp::Write, 9 << 20, 64);
+        used.submit(ReqOp::Flush, 0, 0);
+        used.reset(Instant::now()).unwrap();
+        let after_reset = services(&mut used);
+        for (g, w) in after_reset.iter().zip(&new_drive) {
+            assert!((g - w).abs() < 1e-3, "{after_reset:?} {new_drive:?}");
+        }
         // Without the reset the first read is a cache hit and the seeks differ: the
         // comparison above can fail.
         let mut warm = DriveQueue::new(&p, Clock::Virtual, None).unwrap();
