@@ -368,6 +368,11 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
             "ext4-defaults lacks `{needle}`: {defaults}"
         );
     }
+    // Every run ends with its data on the media, timed.
+    assert!(
+        defaults.contains("--scale 0.001 --final-sync"),
+        "the runs end with no final sync: {defaults}"
+    );
     // What the drive did in each run alone.
     let run_stats: serde_json::Value = serde_json::from_str(
         &fs::read_to_string(out_dir.join("runs/seq-256k/raw/run-1.emulator.json")).unwrap(),
@@ -400,6 +405,7 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
         want.push(serde_json::json!("--no-trace"));
     }
     assert_eq!(compare["args"], serde_json::Value::Array(want), "{compare}");
+    assert_eq!(compare["final_sync"], true, "{compare}");
     if compare["trace"] == true {
         let check = fs::read_to_string(out_dir.join("emulation-check.md")).unwrap();
         assert!(

@@ -381,6 +381,31 @@ fn sync_every_counts_mutating_operations() {
 }
 
 #[test]
+fn final_sync_ends_the_run_with_one_sync() {
+    let options = GenerateOptions {
+        final_sync: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        kinds(&run_with("Command { New(1); Get; }", &options).ops),
+        "PGS"
+    );
+    // A workload that ends with a Sync gets no second one.
+    assert_eq!(
+        kinds(&run_with("Command { 2.times { New(1); Sync; }; }", &options).ops),
+        "PSPS"
+    );
+    // With sync_every too: the last mutating operation's Sync ends it already.
+    let both = GenerateOptions {
+        sync_every: NonZeroU64::new(1),
+        ..options.clone()
+    };
+    assert_eq!(kinds(&run_with("Command { New(1); }", &both).ops), "PS");
+    // Off by default.
+    assert_eq!(kinds(&run("Command { New(1); Get; }").ops), "PG");
+}
+
+#[test]
 fn oversized_expansions_are_refused_not_allocated() {
     let w = parse(
         "t.wl",

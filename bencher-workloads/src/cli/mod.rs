@@ -143,6 +143,11 @@ pub struct WorkloadArgs {
     /// DeleteRange).
     #[arg(long, value_name = "N")]
     pub sync_every: Option<NonZeroU64>,
+    /// End with a Sync (a journal sync: the storage's data on the media), timed as the run's
+    /// last operation, unless the workload ends with one. On a drive with a write cache the
+    /// data of a run's last tens of megabytes is otherwise never paid for.
+    #[arg(long)]
+    pub final_sync: bool,
     /// Refuse a workload that expands to more than N operations.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_OPS)]
     pub max_ops: u64,
@@ -162,6 +167,7 @@ impl WorkloadArgs {
             scale: self.scale,
             seed: self.seed,
             sync_every: self.sync_every,
+            final_sync: self.final_sync,
             max_ops: self.max_ops,
         }
     }

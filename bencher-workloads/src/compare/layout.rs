@@ -74,6 +74,9 @@ pub struct Meta {
     /// The full-scale run this comparison is held against ([`super::reference`]; since
     /// 2026-11-29, on the emulated drive).
     pub reference: Option<super::reference::Reference>,
+    /// Every run ended with a timed journal sync (`minfs-bench run --final-sync`, since
+    /// 2026-11-29); absent before.
+    pub final_sync: Option<bool>,
 }
 
 impl Meta {

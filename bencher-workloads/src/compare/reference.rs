@@ -54,6 +54,14 @@ pub fn load(dir: &Path, name: &str) -> Result<Reference, CompareError> {
     Ok(of(&layout::load(dir)?, name))
 }
 
+/// The reference of `dir` when its runs were measured as this comparison's are (each ended
+/// with a timed journal sync, `final_sync`), else `None`: a miniature is only held against
+/// a reference measured the same way.
+pub fn load_if_alike(dir: &Path, name: &str, final_sync: bool) -> Option<Reference> {
+    let cmp = layout::load(dir).ok()?;
+    (cmp.meta.final_sync.unwrap_or(false) == final_sync).then(|| of(&cmp, name))
+}
+
 /// The reference the runs of `cmp` make.
 pub fn of(cmp: &Comparison, name: &str) -> Reference {
     let mut r = Reference {

@@ -30,6 +30,10 @@
 //! - `sync_every = N` appends a `Sync` after the N-th, 2N-th, … mutating operation (`New`,
 //!   `OverWrite`, `Embed`, `Delete`, `DeleteRange` actually emitted); the workload's own
 //!   `Sync`s do not reset that count, and no `Sync` is added at the end.
+//! - `final_sync` appends one `Sync` after the last operation (unless the last one is a
+//!   `Sync` already): the run ends with its data on the media, so that a drive with a write
+//!   cache does not leave the last of it unpaid for (on the emulated drive 64 MB: at the
+//!   comparison's default scales 10–30 % of a sequential run's data).
 //! - Before expanding, the number of steps is bounded (every command run counts one, and so
 //!   does every repetition of an empty block); over `max_ops` the expansion is refused.
 
@@ -148,6 +152,8 @@ pub struct GenerateOptions {
     pub seed: Option<u64>,
     /// Insert a `Sync` after every N mutating operations.
     pub sync_every: Option<NonZeroU64>,
+    /// End with a `Sync` (unless the last operation is one).
+    pub final_sync: bool,
     /// Refuse an expansion of more steps than this (operations before `sync_every`'s
     /// `Sync`s, plus repetitions of empty blocks). Default [`DEFAULT_MAX_OPS`].
     pub max_ops: u64,
@@ -159,6 +165,7 @@ impl Default for GenerateOptions {
             scale: 1.0,
             seed: None,
             sync_every: None,
+            final_sync: false,
             max_ops: DEFAULT_MAX_OPS,
         }
     }
@@ -301,6 +308,9 @@ pub fn expand(workload: &Workload, options: &GenerateOptions) -> Result<Expansio
     };
     for section in &workload.sections {
         generator.section(section)?;
+    }
+    if options.final_sync && generator.ops.last() != Some(&Op::Sync) {
+        generator.ops.push(Op::Sync);
     }
     Ok(Expansion {
         seed,

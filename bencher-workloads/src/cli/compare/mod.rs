@@ -892,6 +892,7 @@ impl Runner<'_> {
                 scale: self.o.scales.of(name),
                 seed: self.o.seed,
                 sync_every: None,
+                final_sync: true,
                 max_ops: crate::generate::DEFAULT_MAX_OPS,
             };
             let loaded = crate::cli::load(&wargs).map_err(|e| {
@@ -1213,7 +1214,8 @@ impl Runner<'_> {
                 .and_then(|_| repo())
                 .map(|r| r.join(defaults::REFERENCE))
                 .filter(|d| d.join("compare.json").is_file())
-                .and_then(|d| compare::reference::load(&d, defaults::REFERENCE).ok()),
+                .and_then(|d| compare::reference::load_if_alike(&d, defaults::REFERENCE, true)),
+            final_sync: true,
         };
         meta.write(&self.out_dir)?;
 
@@ -1791,9 +1793,14 @@ impl Runner<'_> {
         let wfile = &self.o.workloads[wi].1;
         let mut cmd = Command::new(&self.o.bench);
         cmd.arg("run").arg("--workload").arg(wfile);
-        cmd.args(["--scale", &scale.to_string()]);
-        let mut shown =
-            format!("minfs-bench run --workload bencher-workloads/workloads/W.wl --scale {scale}");
+        // Every run ends with its data on the media (a final journal sync, timed): a drive's
+        // write cache would otherwise leave its last 64 MB unpaid for, a tenth to a third of
+        // a sequential run's data at the default's scales (docs/COMPARISON.md, "The final
+        // sync").
+        cmd.args(["--scale", &scale.to_string(), "--final-sync"]);
+        let mut shown = format!(
+            "minfs-bench run --workload bencher-workloads/workloads/W.wl --scale {scale} --final-sync"
+        );
         if let Some(s) = self.o.seed {
             cmd.args(["--seed", &s.to_string()]);
             shown.push_str(&format!(" --seed {s}"));

@@ -75,6 +75,9 @@ pub struct MetaJson {
     /// drive, where the repository has it: `compare::defaults::REFERENCE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference: Option<crate::compare::reference::Reference>,
+    /// Every run ended with a journal sync, timed (`minfs-bench run --final-sync`; since
+    /// 2026-11-29).
+    pub final_sync: bool,
 }
 
 impl MetaJson {
