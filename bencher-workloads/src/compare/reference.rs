@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layout::{self, Comparison};
 use super::render::round_totals;
+use super::states::DriveCounts;
 use super::{CompareError, Source};
 
 /// How far a miniature's estimate may be from the reference's ratio (relative) before the
@@ -34,12 +35,111 @@ pub struct Reference {
     /// over its runs, from the emulator's per-run statistics, where the runs have them.
     #[serde(default)]
     pub cache_share: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Per workload and target (minfs too): what the drive spent its time on, each activity's
+    /// time as a share of the runs' total elapsed ([`Activity`]), from the emulator's per-run
+    /// statistics where the runs have them.
+    #[serde(default)]
+    pub activity: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
+}
+
+/// What the modelled drive spends time on, as its statistics count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Seeks of reads and destage runs.
+    Seeks,
+    /// Rotational waits of reads and destage runs.
+    Rotation,
+    /// Flushes waiting for the cache to drain.
+    FlushWaits,
+    /// Writes waiting for room in the cache.
+    CacheFullWaits,
+    /// Reads waiting behind a destage run.
+    ReadsBehindDestage,
+    /// 512e read-modify-writes.
+    ReadModifyWrites,
+}
+
+impl Activity {
+    /// Every activity, in the order the report names them.
+    pub const ALL: [Activity; 6] = [
+        Activity::Seeks,
+        Activity::Rotation,
+        Activity::FlushWaits,
+        Activity::CacheFullWaits,
+        Activity::ReadsBehindDestage,
+        Activity::ReadModifyWrites,
+    ];
+
+    /// Its key in `compare.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Activity::Seeks => "seeks",
+            Activity::Rotation => "rotation",
+            Activity::FlushWaits => "flush_waits",
+            Activity::CacheFullWaits => "cache_full_waits",
+            Activity::ReadsBehindDestage => "reads_behind_destage",
+            Activity::ReadModifyWrites => "read_modify_writes",
+        }
+    }
+
+    /// What it is, for a sentence: "seeks", "flushes waiting for the cache to drain".
+    pub fn words(self) -> &'static str {
+        match self {
+            Activity::Seeks => "seeks",
+            Activity::Rotation => "rotational waits",
+            Activity::FlushWaits => "flushes waiting for the cache to drain",
+            Activity::CacheFullWaits => "writes waiting for room in the cache",
+            Activity::ReadsBehindDestage => "reads waiting behind the cache's writing",
+            Activity::ReadModifyWrites => "512e read-modify-writes",
+        }
+    }
+
+    /// Its time (ns) in `c`, where counted.
+    fn ns(self, c: &DriveCounts) -> Option<f64> {
+        let sum = |a: Option<f64>, b: Option<f64>| Some(a? + b?);
+        match self {
+            Activity::Seeks => sum(c.read_seek_ns, c.destage_seek_ns),
+            Activity::Rotation => sum(c.read_rotation_ns, c.destage_rotation_ns),
+            Activity::FlushWaits => c.flush_wait_ns,
+            Activity::CacheFullWaits => c.cache_full_wait_ns,
+            Activity::ReadsBehindDestage => c.read_destage_wait_ns,
+            Activity::ReadModifyWrites => c.rmw_ns,
+        }
+    }
+}
+
+/// Per activity, its share of the total elapsed of workload `wi` on target `ti`, over the
+/// runs that have both a total and emulator statistics.
+pub fn activity_shares(cmp: &Comparison, wi: usize, ti: usize) -> BTreeMap<String, f64> {
+    let cell = &cmp.cells[wi][ti];
+    let totals = round_totals(cell, Source::Measured);
+    let mut out = BTreeMap::new();
+    for a in Activity::ALL {
+        let (mut ns, mut total) = (0.0, 0.0);
+        for (k, c) in cell.emulator.iter().enumerate() {
+            if let (Some(c), Some(Some(t))) = (c, totals.get(k)) {
+                if let Some(x) = a.ns(c) {
+                    ns += x;
+                    total += t;
+                }
+            }
+        }
+        if total > 0.0 {
+            out.insert(a.key().to_string(), ns / total);
+        }
+    }
+    out
 }
 
 impl Reference {
     /// The reference's ratio of workload `w` and target `t`.
     pub fn ratio(&self, w: &str, t: &str) -> Option<f64> {
         self.ratios.get(w)?.get(t).copied()
+    }
+
+    /// The reference's activity shares of workload `w` and target `t`.
+    pub fn activity(&self, w: &str, t: &str) -> Option<&BTreeMap<String, f64>> {
+        self.activity.get(w)?.get(t)
     }
 
     /// The reference's cache share of workload `w` and target `t`.
@@ -75,6 +175,13 @@ pub fn of(cmp: &Comparison, name: &str) -> Reference {
         let total = |t: usize| median(&round_totals(&cmp.cells[wi][t], Source::Measured));
         let base = total(b);
         for (ti, t) in cmp.targets.iter().enumerate() {
+            let shares = activity_shares(cmp, wi, ti);
+            if !shares.is_empty() {
+                r.activity
+                    .entry(w.clone())
+                    .or_default()
+                    .insert(t.clone(), shares);
+            }
             if let Some(share) = cache_share(cmp, wi, ti) {
                 r.cache_share
                     .entry(w.clone())

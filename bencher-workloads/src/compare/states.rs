@@ -50,6 +50,20 @@ pub struct DriveCounts {
     pub cache_full_waits: Option<u64>,
     /// How long they waited (ns).
     pub cache_full_wait_ns: Option<f64>,
+    /// Seek time of reads and of destage runs (ns).
+    pub read_seek_ns: Option<f64>,
+    /// Seek time of destage runs (ns).
+    pub destage_seek_ns: Option<f64>,
+    /// Rotational wait of reads (ns).
+    pub read_rotation_ns: Option<f64>,
+    /// Rotational wait of destage runs (ns).
+    pub destage_rotation_ns: Option<f64>,
+    /// Time flushes waited for the cache to drain (ns).
+    pub flush_wait_ns: Option<f64>,
+    /// Time reads waited for a destage run in progress (ns).
+    pub read_destage_wait_ns: Option<f64>,
+    /// Time 512e read-modify-writes cost (ns).
+    pub rmw_ns: Option<f64>,
 }
 
 /// The state a run found the drive in.

@@ -124,19 +124,35 @@ pub fn against_full_scale(cmp: &Comparison, verdicts: &Verdicts) -> String {
                 continue;
             }
             let base = &cmp.targets[b];
-            off.push(format!(
-                "- {} on {}: {:.2} here, {ratio:.2} at full scale; the drive's cache served {} \
-                 of its reads here ({} {}), {} at full scale ({} {}).",
+            let mut line = format!(
+                "- {} on {}: {:.2} here, {ratio:.2} at full scale",
                 md(t),
                 md(w),
-                v.estimate,
+                v.estimate
+            );
+            if let Some(d) = largest_activity_difference(cmp, r, wi, ti, b) {
+                let _ = write!(
+                    line,
+                    "; most of the difference is in {}, which took {} of its time more than \
+                     of {}'s here, {} at full scale",
+                    d.0.words(),
+                    signed_pct(d.1),
+                    md(base),
+                    signed_pct(d.2)
+                );
+            }
+            let _ = write!(
+                line,
+                "; the drive's cache served {} of its reads here ({} {}), {} at full scale ({} \
+                 {}).",
                 pct(reference::cache_share(cmp, wi, ti)),
                 md(base),
                 pct(reference::cache_share(cmp, wi, b)),
                 pct(r.cache_share(w, t)),
                 md(base),
                 pct(r.cache_share(w, base)),
-            ));
+            );
+            off.push(line);
         }
     }
     if shared == 0 {
@@ -157,6 +173,44 @@ pub fn against_full_scale(cmp: &Comparison, verdicts: &Verdicts) -> String {
         out.push_str("\n\n");
     }
     out
+}
+
+/// `+12 %`, `−3 %` (percentage points of a share).
+fn signed_pct(x: f64) -> String {
+    let p = (x * 100.0).round();
+    if p < 0.0 {
+        format!("−{:.0} %", -p)
+    } else {
+        format!("+{p:.0} %")
+    }
+}
+
+/// The drive activity in which target `ti`'s excess over the baseline `b` (its share of the
+/// run's time minus the baseline's) differs most between this comparison and the reference
+/// on workload `wi`: (activity, excess here, excess at full scale). `None` without the
+/// statistics on both sides.
+fn largest_activity_difference(
+    cmp: &Comparison,
+    r: &reference::Reference,
+    wi: usize,
+    ti: usize,
+    b: usize,
+) -> Option<(reference::Activity, f64, f64)> {
+    let (w, t, base) = (&cmp.workloads[wi], &cmp.targets[ti], &cmp.targets[b]);
+    let (here_t, here_b) = (
+        reference::activity_shares(cmp, wi, ti),
+        reference::activity_shares(cmp, wi, b),
+    );
+    let (full_t, full_b) = (r.activity(w, t)?, r.activity(w, base)?);
+    reference::Activity::ALL
+        .iter()
+        .filter_map(|a| {
+            let k = a.key();
+            let here = here_t.get(k)? - here_b.get(k)?;
+            let full = full_t.get(k)? - full_b.get(k)?;
+            Some((*a, here, full))
+        })
+        .max_by(|x, y| (x.1 - x.2).abs().total_cmp(&(y.1 - y.2).abs()))
 }
 
 /// The legend of [`table`] in one line.
