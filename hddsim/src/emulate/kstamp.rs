@@ -175,6 +175,8 @@ struct Shared {
     /// − block issue), ns.
     block_stamped: AtomicU64,
     block_lead_ns: AtomicU64,
+    /// Time handlers spent waiting for their request's stamp (ns).
+    wait_ns: AtomicU64,
     arrived: Condvar,
     stop: AtomicBool,
     /// The connection served (0: not known yet).
@@ -203,6 +205,7 @@ impl Shared {
             trace_closed: Condvar::new(),
             block_stamped: AtomicU64::new(0),
             block_lead_ns: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
             stamps: Mutex::new(Stamps::default()),
             arrived: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -240,6 +243,8 @@ pub struct StampStats {
     /// Mean time from the loop device's issue to the kernel's queueing for the server, over
     /// those (ns): the host's time that a real drive's command does not spend.
     pub mean_block_lead_ns: u64,
+    /// Mean time a handler waited for its request's stamp to be read from the trace (ns).
+    pub mean_wait_ns: u64,
 }
 
 impl KernelStamps {
@@ -438,6 +443,15 @@ impl KernelStamps {
     /// queueing time when its stamp is there or comes within [`STAMP_WAIT`] (never later
     /// than `entry`), else `entry`.
     pub fn arrival(&self, unique: u64, entry: Instant) -> Instant {
+        let waited_from = Instant::now();
+        let at = self.arrival_inner(unique, entry);
+        self.shared
+            .wait_ns
+            .fetch_add(waited_from.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        at
+    }
+
+    fn arrival_inner(&self, unique: u64, entry: Instant) -> Instant {
         let sh = &self.shared;
         let conn = sh.connection.load(Ordering::Relaxed);
         let found = (conn != 0)
@@ -492,6 +506,8 @@ impl KernelStamps {
             mean_lead_ns: sh.lead_ns.load(Ordering::Relaxed) / stamped.max(1),
             block_stamped: block,
             mean_block_lead_ns: sh.block_lead_ns.load(Ordering::Relaxed) / block.max(1),
+            mean_wait_ns: sh.wait_ns.load(Ordering::Relaxed)
+                / (stamped + sh.unstamped.load(Ordering::Relaxed)).max(1),
         }
     }
 }

@@ -12,16 +12,17 @@
 //! (destaging, reading ahead), got idle time the real drive does not get.
 //!
 //! [`ReplyPath`] learns that lag per [`Class`] (the operation and its size, by powers of
-//! two): for each reply it records the moment the worker aimed at and, when the kernel's
-//! completion of the request is read ([`super::kstamp`]), the lag from that moment to the
-//! kernel's completion: for a request a loop device over the drive's file made, that loop
-//! device's `block_rq_complete` (where the host's block layer sees it complete, as it would
-//! see a real drive's); for others, FUSE's `fuse_request_end`. A reply is then aimed at the modelled completion minus the
-//! class's median lag over its last [`WINDOW`] replies ([`ReplyPath::lead`]). The lag is
-//! measured from the aimed-at moment, not from the modelled completion, so the estimate does
-//! not depend on the lead in use (no feedback loop); only replies whose worker waited are
-//! measured (a reply already late, because its backing I/O took longer than the model, says
-//! nothing about the path). The residual, the kernel's completion minus the modelled one, is
+//! two): for each reply it records the moment it left and, when the kernel's completion of the
+//! request is read ([`super::kstamp`]), the lag from that moment to the kernel's completion:
+//! for a request a loop device over the drive's file made, that loop device's
+//! `block_rq_complete` (where the host's block layer sees it complete, as it would see a real
+//! drive's); for others, FUSE's `fuse_request_end`. A reply is then aimed at the modelled
+//! completion minus the class's median lag over its last [`WINDOW`] replies
+//! ([`ReplyPath::lead`]). The moment a reply left is the one aimed at when its worker waited
+//! for it, else (a reply already late, its backing I/O or the host slower than the model) when
+//! it was sent: so the estimate does not depend on the lead in use (no feedback loop), and a
+//! lead learnt too large, which has every reply of its class sent at once, keeps being
+//! measured and corrected. The residual, the kernel's completion minus the modelled one, is
 //! kept per class too: what the compensation left (`stats.json`'s `reply_path`).
 
 use std::collections::{HashMap, VecDeque};

@@ -220,8 +220,10 @@ impl Shared {
     }
 
     /// Waits until `lead` before `s` completes (real clock) and accounts for a late reply.
-    /// Returns the moment aimed at when the worker did wait for it (its lag to the kernel's
-    /// end then measures the reply path, [`super::replypath`]), `None` when it was late.
+    /// Returns the moment the reply leaves — the one aimed at when the worker waited for it,
+    /// else now (it is late: its backing I/O or the host took longer) — and the modelled
+    /// completion, for measuring the reply path ([`super::replypath`]); `None` with the
+    /// virtual clock.
     fn wait_for(
         &self,
         s: &Scheduled,
@@ -229,7 +231,7 @@ impl Shared {
         clock: Clock,
         lead: Duration,
     ) -> Option<(Instant, Instant)> {
-        let mut waited = None;
+        let mut sent = None;
         if clock == Clock::Real {
             let due = origin + Duration::from_nanos(s.end.max(0.0) as u64);
             let aim = due.checked_sub(lead).unwrap_or(due);
@@ -241,15 +243,20 @@ impl Shared {
                     std::thread::sleep((aim - now).min(Duration::from_millis(50)));
                     now = Instant::now();
                 }
-                waited = Some((aim, due));
-            } else if now - aim > Duration::from_micros(500) {
-                self.late_replies.fetch_add(1, Ordering::Relaxed);
-                self.late_ns
-                    .fetch_add((now - aim).as_nanos() as u64, Ordering::Relaxed);
+                sent = Some((aim, due));
+            } else {
+                if now - aim > Duration::from_micros(500) {
+                    self.late_replies.fetch_add(1, Ordering::Relaxed);
+                    self.late_ns
+                        .fetch_add((now - aim).as_nanos() as u64, Ordering::Relaxed);
+                }
+                // Measured from now: a lead learnt too large (every reply then sent at once,
+                // none waited for) is corrected by these.
+                sent = Some((now, due));
             }
         }
         self.outstanding.fetch_sub(1, Ordering::Relaxed);
-        waited
+        sent
     }
 
     fn failed(&self) {
@@ -626,8 +633,8 @@ impl EmulatorFs {
             };
             let waited = sh.wait_for(&s, origin, clock, Duration::from_nanos(lead));
             // A failed read's reply (an error, no data) is not the path of a read's.
-            if let (Some((k, p)), Some((aim, due)), false) = (path, waited, failed_read) {
-                p.sent(key, class, k.mono_ns(aim), k.mono_ns(due));
+            if let (Some((k, p)), Some((left, due)), false) = (path, waited, failed_read) {
+                p.sent(key, class, k.mono_ns(left), k.mono_ns(due));
             }
             reply();
         }));

@@ -43,6 +43,10 @@ use crate::compare::{allocate, defaults};
 // The workloads, targets, scales and budget by default: `crate::compare::defaults`.
 /// The emulated drive's profile by default.
 pub const DEFAULT_PROFILE: &str = "st1000dm003";
+/// The guest halt polling the comparison asks of a VM while the emulated drive runs (ns; the
+/// haltpoll driver's default when enabled).
+const HALT_POLL_NS: u64 = 200_000;
+
 /// Why the emulated drive spans what it spans by default (SETUP.md); the integrator's text.
 pub const SPAN_WHY: &str = "the default span: the first part of the drive, the largest \
     capacity the workloads need at their scale plus 15 % and 256 MiB for the filesystems (at \
@@ -1085,6 +1089,10 @@ impl Runner<'_> {
         let need = need_bytes(max_capacity);
         // Saved before the emulator raises it; put back after the mounts and devices are gone.
         let max_pages = MaxPagesLimit::save();
+        // On a VM, its vCPUs poll before they halt while the emulated drive runs, so that its
+        // server wakes at once (devguard::GuestHaltPoll); put back at the end.
+        let halt_poll = matches!(self.o.kind, DeviceKind::Emulated { .. })
+            .then(|| devguard::GuestHaltPoll::raise(HALT_POLL_NS));
         let mut device = self.setup_device(need, max_capacity)?;
         if let Some(l) = device.loop_dev.as_mut() {
             let mode = if self.args.drive_queue {
@@ -1297,6 +1305,7 @@ impl Runner<'_> {
                 .map(Emulator::command)
                 .unwrap_or(""),
             max_pages_before: max_pages.before(),
+            halt_poll: halt_poll.as_ref().map(|h| h.values()),
             max_capacity,
             trace: tracing.is_some(),
             profiles: &profiles,
@@ -1328,6 +1337,7 @@ impl Runner<'_> {
         drop(_mnt_guard);
         drop(device);
         drop(max_pages);
+        drop(halt_poll);
         match compare::render_dir(&self.out_dir) {
             Ok(_) => {}
             Err(e) => {

@@ -115,6 +115,9 @@ pub struct SetupInfo<'a> {
     pub zero_cmd: &'a str,
     pub emu_cmd: &'a str,
     pub max_pages_before: Option<&'a str>,
+    /// The guest halt polling limit before and as set (`devguard::GuestHaltPoll`), on the
+    /// emulated drive.
+    pub halt_poll: Option<(Option<&'a str>, Option<&'a str>)>,
     pub max_capacity: u64,
     pub trace: bool,
     pub profiles: &'a [String],
@@ -341,6 +344,22 @@ pub fn write_setup(
             i.max_pages_before.unwrap_or("it")
         ),
     );
+    if let Some((before, set)) = i.halt_poll {
+        let text = match (before, set) {
+            (None, _) => "no haltpoll cpuidle driver here (not a KVM guest with it): nothing \
+                          changed"
+                .to_string(),
+            (Some(b), Some(n)) => format!(
+                "raised from {b} to {n} ns while the emulated drive ran, put back at the end: \
+                 an idle vCPU polls before it halts, so the emulator's threads wake at once \
+                 (docs/HDD-MODEL.md, \"The emulator's timing\")"
+            ),
+            (Some(b), None) => {
+                format!("{b} ns, left as it was (no lower than the comparison asks)")
+            }
+        };
+        row(&mut s, "guest halt polling (guest_halt_poll_ns)", &text);
+    }
     row(
         &mut s,
         "transparent huge pages",
