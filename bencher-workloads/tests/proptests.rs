@@ -281,12 +281,14 @@ proptest! {
         w in workload(),
         seed in any::<u64>(),
         sync_every in prop::option::of(1u64..5),
+        final_sync in any::<bool>(),
         scale in prop_oneof![Just(1.0), 0.1f64..3.0],
     ) {
         let options = GenerateOptions {
             scale,
             seed: Some(seed),
             sync_every: sync_every.and_then(NonZeroU64::new),
+            final_sync,
             max_ops: 200_000,
         };
         match expand(&w, &options) {
