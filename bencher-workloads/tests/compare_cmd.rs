@@ -290,7 +290,12 @@ fn compare_by_default_runs_on_the_emulated_drive_within_a_budget() {
         setup.contains("| stopping | a time budget of 20s"),
         "{setup}"
     );
-    assert!(setup.contains("| span of the emulated drive |"), "{setup}");
+    // By default the whole drive: no span row.
+    assert!(
+        setup.contains("the profile's whole capacity")
+            && !setup.contains("| span of the emulated drive |"),
+        "{setup}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     // The report's first screen, printed at the end.
     assert!(

@@ -390,14 +390,13 @@ fn compare_script_on_an_emulated_drive_cleans_up_and_checks_itself() {
     let compare: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out_dir.join("compare.json")).unwrap()).unwrap();
     // The options that make this device again (the report's command for what a budget left
-    // undecided): the default profile and its span (the device SETUP.md names), the queue.
-    let span = setup
-        .lines()
-        .find_map(|l| l.strip_prefix("| span of the emulated drive | "))
-        .and_then(|l| l.split(' ').next())
-        .and_then(|b| b.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no span in SETUP.md: {setup}"));
-    let mut want = vec![serde_json::json!(format!("--span={}M", span >> 20))];
+    // undecided): the default, the whole drive (the device SETUP.md names), the queue.
+    assert!(
+        setup.contains("the profile's whole capacity, 1000204886016 bytes")
+            && !setup.contains("| span of the emulated drive |"),
+        "the default emulated drive is not the whole drive: {setup}"
+    );
+    let mut want = vec![serde_json::json!("--whole-drive")];
     if drive_queue {
         want.push(serde_json::json!("--drive-queue"));
     }
