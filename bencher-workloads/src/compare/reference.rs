@@ -216,17 +216,8 @@ pub fn cache_share(cmp: &Comparison, wi: usize, ti: usize) -> Option<f64> {
 }
 
 fn median(v: &[Option<f64>]) -> Option<f64> {
-    let mut x: Vec<f64> = v.iter().flatten().copied().collect();
-    if x.is_empty() {
-        return None;
-    }
-    x.sort_by(f64::total_cmp);
-    let n = x.len();
-    Some(if n % 2 == 1 {
-        x[n / 2]
-    } else {
-        (x[n / 2 - 1] + x[n / 2]) / 2.0
-    })
+    let x: Vec<f64> = v.iter().flatten().copied().collect();
+    super::format::median(&x)
 }
 
 /// Whether an estimate of `estimate` is more than [`TOLERANCE`] from the reference's `ratio`.

@@ -95,17 +95,7 @@ impl Templates {
         drop(f);
         let shown = format!("TEMPLATE-{fs}");
         let record_for = |rec: &mut Recorder, line: &str| {
-            for t in [
-                "minfs",
-                "minfs-512",
-                "minfs-fuse",
-                "minfs-fuse-grow",
-                "ext4",
-                "ext4-prealloc",
-                "ext4-defaults",
-                "xfs",
-                "xfs-prealloc",
-            ] {
+            for t in target::ALL_TARGETS {
                 if fs_of(t) == Some(fs) {
                     rec.record(t, line);
                 }
