@@ -159,17 +159,15 @@ fn compare_script_runs_every_target_and_workload_and_cleans_up() {
         last.contains("(elapsed ") && !last.contains("left"),
         "{last}"
     );
-    // The report's summary at the end of the output: the measured verdict, one line per
-    // workload, with what it measures; then where the details are.
+    // The report's first screen at the end of the output: the device and its caveat, one
+    // table row per workload, then where the details are.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = &stdout[stdout
-        .find("### Measured on the loop device")
-        .expect("a summary")..];
+    let summary = &stdout[stdout.find("The loop device · ").expect("a first screen")..];
     for w in WORKLOADS {
-        assert!(summary.contains(&format!("\n- {w}: ")), "{summary}");
+        assert!(summary.contains(&format!("\n| {w} | ")), "{summary}");
     }
     assert!(
-        summary.contains("It does not measure a spinning drive"),
+        summary.contains("Not a spinning drive: what the targets cost in software"),
         "{summary}"
     );
     assert!(summary.contains("Details, tables and plots: "), "{summary}");

@@ -26,7 +26,13 @@ fn run(dev: &testutil::LoopDevice, dir: &Path, workload: &Path, backend: &str) -
         .unwrap()
         // Without the journal copy (docs/RELIABILITY.md): its build and catch-ups are writes
         // of their own (16 here), not the lumps' this test counts.
-        .args(["run", "--no-progress", "--force", "--verify", "--no-journal-copy"])
+        .args([
+            "run",
+            "--no-progress",
+            "--force",
+            "--verify",
+            "--no-journal-copy",
+        ])
         .arg("--workload")
         .arg(workload)
         .args(["--backend", backend, "--json"])

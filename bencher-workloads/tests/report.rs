@@ -860,6 +860,11 @@ fn paired_rounds_tell_slower_faster_equal_and_undecided() {
     // A loop device over an image: the measured verdict says what it does not measure; no
     // traces: nothing modelled.
     assert!(md.contains("It does not measure a spinning drive"));
+    let first_screen = &md[..md.find("\n## ").unwrap()];
+    assert!(
+        first_screen.contains("Not a spinning drive: what the targets cost in software"),
+        "{first_screen}"
+    );
     assert!(
         md.contains("a loop device over an image file on this machine's disk. That is not a drive")
     );

@@ -297,6 +297,13 @@ pub fn first_screen(cmp: &Comparison, judged: &Judged, facts: &SetupFacts) -> St
         |r| format!("commit {}", md(r)),
     ));
     let _ = writeln!(out, "{}\n", head.join(" · "));
+    let device = cmp.meta.device.as_deref().unwrap_or("");
+    if device.contains("loop device") && !device.contains("hddsim emulate") {
+        out.push_str(
+            "Not a spinning drive: what the targets cost in software (no seeks, no rotation, \
+             no 512e read-modify-write).\n\n",
+        );
+    }
     let Some(b) = cmp.baseline().filter(|_| !cmp.workloads.is_empty()) else {
         out.push_str("No runs found under `runs/`.\n\n");
         return out;

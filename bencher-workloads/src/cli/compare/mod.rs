@@ -1251,6 +1251,7 @@ impl Runner<'_> {
                 &device.work,
                 device.bytes,
                 self.o.sector_size,
+                &self.o.targets,
             ));
         }
         say(&format!(
