@@ -5,10 +5,12 @@
 //! however large the drive, no run pays for an mkfs in the drive's time (mkfs.ext4 writes
 //! 15.6 GB of inode tables on the 1 TB drive: about two minutes of modelled time per run).
 //!
-//! mkfs.ext4 and mkfs.xfs make their template on the image file itself (where they punch the
-//! zeros they would otherwise write: the same layout as on a block device of that size, which
-//! the SETUP check `tests/compare_script.rs` compares); `minfs mkfs` on a loop device over it
-//! (on a file it preallocates). A restore punches the drive's image to zeros, then writes the
+//! mkfs.ext4 and mkfs.xfs make their template on the image file itself (mkfs.ext4 told that
+//! the file is zeros, `assume_storage_prezeroed=1`, so that it neither writes nor allocates
+//! 15 GB of them; the same layout as the target's own mkfs on a block device of that size,
+//! which `a_template_made_on_a_file_has_the_layout_mkfs_gives_a_device` compares); `minfs
+//! mkfs` on a loop device over it (on a file it preallocates). What mkfs left allocated but
+//! reading as holes is given back ([`devguard::release_holes`]). A restore punches the drive's image to zeros, then writes the
 //! template's non-zero blocks ([`devguard::copy_nonzero`]).
 
 use std::collections::BTreeMap;
@@ -127,20 +129,15 @@ impl Templates {
                 );
             }
             "ext4" | "ext4-defaults" => {
-                let words = if fs == "ext4" {
-                    target::EXT4_MKFS
-                } else {
-                    target::EXT4_DEFAULTS_MKFS
-                };
+                let words = mkfs_words(fs, maker.xfs_4k_sectors);
+                let words: Vec<&str> = words.iter().map(String::as_str).collect();
                 record_for(rec, &format!("{} {shown}", words.join(" ")));
-                run(words, &path)?;
+                run(&words, &path)?;
                 rec.info(fs, Command::new("tune2fs").arg("-l").arg(&path));
             }
             "xfs" => {
-                let mut words = target::XFS_MKFS.to_vec();
-                if maker.xfs_4k_sectors {
-                    words.extend(["-s", "size=4096"]);
-                }
+                let words = mkfs_words(fs, maker.xfs_4k_sectors);
+                let words: Vec<&str> = words.iter().map(String::as_str).collect();
                 record_for(rec, &format!("{} {shown}", words.join(" ")));
                 run(&words, &path)?;
             }
@@ -151,6 +148,50 @@ impl Templates {
         devguard::release_holes(&path)?;
         Ok(tpl)
     }
+}
+
+/// The mkfs command (without its device) that makes filesystem `fs`'s template, a fresh
+/// sparse file: the target's own mkfs (`xfs_4k_sectors`: with `-s size=4096`), ext4's with
+/// `assume_storage_prezeroed=1` where mke2fs has it — the file is all zeros, so mke2fs need not
+/// zero its inode tables (on an ext4 host it would allocate 15 GB for the 1 TB drive with
+/// FALLOC_FL_ZERO_RANGE, more than a CI host may have free) and marks them zeroed as it does
+/// after zeroing them: the same filesystem.
+fn mkfs_words(fs: &str, xfs_4k_sectors: bool) -> Vec<String> {
+    let words: &[&str] = match fs {
+        "ext4" => target::EXT4_MKFS,
+        "ext4-defaults" => target::EXT4_DEFAULTS_MKFS,
+        _ => target::XFS_MKFS,
+    };
+    let mut words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    if fs == "ext4" && mke2fs_knows_prezeroed() {
+        if let Some(e) = words.iter_mut().find(|w| w.starts_with("lazy_itable_init")) {
+            e.push_str(",assume_storage_prezeroed=1");
+        }
+    }
+    if fs == "xfs" && xfs_4k_sectors {
+        words.extend(["-s".to_string(), "size=4096".to_string()]);
+    }
+    words
+}
+
+/// Whether this mke2fs takes `-E assume_storage_prezeroed=1` (e2fsprogs 1.47.0 and later).
+fn mke2fs_knows_prezeroed() -> bool {
+    let Ok(out) = Command::new("mke2fs").arg("-V").output() else {
+        return false;
+    };
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("mke2fs "))
+        .and_then(|v| v.split_whitespace().next())
+        .is_some_and(|v| e2fsprogs_at_least(v, (1, 47)))
+}
+
+/// Whether version `v` (`1.47.0`) is at least `major.minor`.
+fn e2fsprogs_at_least(v: &str, (major, minor): (u32, u32)) -> bool {
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
 }
 
 /// Runs `words DEV`, failing with its output.
@@ -196,9 +237,18 @@ mod tests {
             .join("\n")
     }
 
-    /// The templates of ext4 and XFS are made on the image file (where mkfs punches the
-    /// zeros it would write: on a loop device over tmpfs mkfs.ext4 writes 15.6 GB of them for
-    /// the 1 TB drive). The layout is the one mkfs gives a block device of that size.
+    #[test]
+    fn mke2fs_versions_before_1_47_do_not_get_assume_storage_prezeroed() {
+        assert!(e2fsprogs_at_least("1.47.0", (1, 47)));
+        assert!(e2fsprogs_at_least("1.47.2", (1, 47)));
+        assert!(e2fsprogs_at_least("2.0", (1, 47)));
+        assert!(!e2fsprogs_at_least("1.46.5", (1, 47)));
+        assert!(!e2fsprogs_at_least("garbage", (1, 47)));
+    }
+
+    /// The templates of ext4 and XFS are made on the image file (on a loop device over tmpfs
+    /// mkfs.ext4 writes 15.6 GB of zeros for the 1 TB drive), ext4's told the file is zeros.
+    /// The layout is the one the target's own mkfs gives a block device of that size.
     #[test]
     fn a_template_made_on_a_file_has_the_layout_mkfs_gives_a_device() {
         if !devguard::is_root() {
@@ -213,6 +263,9 @@ mod tests {
         }
         let dir = tempfile::tempdir_in(devguard::scratch_dir()).unwrap();
         for fs in ["ext4", "xfs"] {
+            // The template's mkfs on the file, the target's own on the device.
+            let template = mkfs_words(fs, true);
+            let template: Vec<&str> = template.iter().map(String::as_str).collect();
             let mut words: Vec<&str> = if fs == "ext4" {
                 target::EXT4_MKFS.to_vec()
             } else {
@@ -225,7 +278,7 @@ mod tests {
             for p in [&file, &img] {
                 std::fs::File::create(p).unwrap().set_len(40 << 30).unwrap();
             }
-            run(&words, &file).unwrap();
+            run(&template, &file).unwrap();
             let dev = LoopDevice::over(&img, 512).unwrap();
             run(&words, dev.path()).unwrap();
             let (a, b) = (layout(fs, &file), layout(fs, dev.path()));
