@@ -84,8 +84,19 @@ fi
 # made; no upload and no credentials). From cargo's cache first, so that it works offline once
 # the workspace has been built; from crates.io's index where the cache lacks a dependency.
 # docgen/tests/package.rs checks their metadata.
-package=(cargo package --allow-dirty -p minfs -p minfs-devguard -p hddsim -p cannyls-adapter
-  -p bencher-workloads)
+# cargo extracts each package it verifies against into its registry cache, in a directory per
+# local registry (registry/src/-HASH/NAME-VERSION), and treats that source and what it built
+# from it as published, never changing: a crate changed since an earlier run of the same
+# version would be verified against its old build. So the packages are verified in a target
+# directory of their own (its first run builds the dependencies once), where the workspace's
+# crates are built only from those extractions, and both go first.
+package_target=target/package-check
+for crate in minfs minfs-devguard hddsim cannyls-adapter bencher-workloads; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate"-[0-9]* \
+    "$package_target"/debug/.fingerprint/"$crate"-*
+done
+package=(env CARGO_TARGET_DIR="$package_target" cargo package --allow-dirty -p minfs
+  -p minfs-devguard -p hddsim -p cannyls-adapter -p bencher-workloads)
 if [ -f minfs/Cargo.toml ]; then
   "${package[@]}" --offline || "${package[@]}" || failed+=("cargo package (the publishable crates)")
 fi
