@@ -1840,8 +1840,8 @@ fn a_verdict_far_from_the_full_scale_reference_says_so_and_what_the_cache_did() 
     assert!(
         md.contains(
             "- xfs on w: 1.01 here, 1.20 at full scale; most of the difference is in flushes \
-             waiting for the cache to drain, which took +5 % of its time more than of minfs's \
-             here, +30 % at full scale;"
+             waiting for the cache to drain: their share of xfs's time less their share of \
+             minfs's, +5 % here, +30 % at full scale;"
         ),
         "{md}"
     );

@@ -133,11 +133,12 @@ pub fn against_full_scale(cmp: &Comparison, verdicts: &Verdicts) -> String {
             if let Some(d) = largest_activity_difference(cmp, r, wi, ti, b) {
                 let _ = write!(
                     line,
-                    "; most of the difference is in {}, which took {} of its time more than \
-                     of {}'s here, {} at full scale",
+                    "; most of the difference is in {}: their share of {}'s time less their \
+                     share of {}'s, {} here, {} at full scale",
                     d.0.words(),
-                    signed_pct(d.1),
+                    md(t),
                     md(base),
+                    signed_pct(d.1),
                     signed_pct(d.2)
                 );
             }
