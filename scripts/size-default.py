@@ -133,22 +133,31 @@ def run_total(dir, w, t, k):
         return None
 
 
-def collect_rounds(dir, out, sources):
-    """Per (workload, target), each round's [d, target state, minfs state] into out."""
-    meta = json.load(open(os.path.join(dir, "compare.json")))
-    total = lambda w, t, k: run_total(dir, w, t, k)  # noqa: E731
+def paired_totals(dir, meta):
+    """Per comparison (a workload and a target other than minfs), in the directory's order:
+    (workload, target, [(round, target's total, minfs's total)] of the rounds both ran)."""
     runs = int(meta.get("runs", 0))
     for w in meta["workloads"]:
         for t in meta["targets"]:
             if t == "minfs":
                 continue
+            pairs = []
             for k in range(1, runs + 1):
-                x, b = total(w, t, k), total(w, "minfs", k)
+                x, b = run_total(dir, w, t, k), run_total(dir, w, "minfs", k)
                 if x and b:
-                    st, s1 = run_state(dir, w, t, k)
-                    sb, s2 = run_state(dir, w, "minfs", k)
-                    sources.update(s for s in (s1, s2) if s)
-                    out.setdefault((w, t), []).append([round(math.log(x / b), 6), st, sb])
+                    pairs.append((k, x, b))
+            yield w, t, pairs
+
+
+def collect_rounds(dir, out, sources):
+    """Per (workload, target), each round's [d, target state, minfs state] into out."""
+    meta = json.load(open(os.path.join(dir, "compare.json")))
+    for w, t, pairs in paired_totals(dir, meta):
+        for k, x, b in pairs:
+            st, s1 = run_state(dir, w, t, k)
+            sb, s2 = run_state(dir, w, "minfs", k)
+            sources.update(s for s in (s1, s2) if s)
+            out.setdefault((w, t), []).append([round(math.log(x / b), 6), st, sb])
 
 
 def collect(dir, rows, residuals, means=None):
@@ -159,24 +168,15 @@ def collect(dir, rows, residuals, means=None):
     except (OSError, ValueError) as e:
         print(f"size-default.py: error: {dir}: {e}", file=sys.stderr)
         sys.exit(1)
-    total = lambda w, t, k: run_total(dir, w, t, k)  # noqa: E731
-    runs = int(meta.get("runs", 0))
-    for w in meta["workloads"]:
-        for t in meta["targets"]:
-            if t == "minfs":
-                continue
-            d = []
-            for k in range(1, runs + 1):
-                x, b = total(w, t, k), total(w, "minfs", k)
-                if x and b:
-                    d.append(math.log(x / b))
-            if len(d) < 2:
-                continue
-            m = statistics.mean(d)
-            rows.append((w, t, statistics.stdev(d), len(d)))
-            residuals.append([x - m for x in d])
-            if means is not None:
-                means.append((m, len(d)))
+    for w, t, pairs in paired_totals(dir, meta):
+        d = [math.log(x / b) for _, x, b in pairs]
+        if len(d) < 2:
+            continue
+        m = statistics.mean(d)
+        rows.append((w, t, statistics.stdev(d), len(d)))
+        residuals.append([x - m for x in d])
+        if means is not None:
+            means.append((m, len(d)))
 
 
 RUN_LINE = re.compile(r"\] (\S+) (\S+): .*\(elapsed (?:(\d+)h)?(?:(\d+)m)?(\d+)s")
