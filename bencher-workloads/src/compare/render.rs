@@ -260,23 +260,46 @@ pub(super) fn device_words(cmp: &Comparison) -> String {
     }
 }
 
-/// What the measured verdict measures and what it does not, in two sentences.
-pub(super) fn measured_scope(cmp: &Comparison) -> String {
+/// The kind of device compare.json names, for the text that depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DeviceKind {
+    /// A loop device over `hddsim emulate`'s drive.
+    Emulated,
+    /// A loop device over an image file.
+    Loop,
+    /// A real disk, or a device not recorded.
+    Other,
+}
+
+/// The kind of device the runs of `cmp` used.
+pub(super) fn device_kind(cmp: &Comparison) -> DeviceKind {
     let device = cmp.meta.device.as_deref().unwrap_or("");
     if device.contains("hddsim emulate") {
-        "It measures the host's real behaviour (Cannyls, the filesystem, the page cache, the \
+        DeviceKind::Emulated
+    } else if device.contains("loop device") {
+        DeviceKind::Loop
+    } else {
+        DeviceKind::Other
+    }
+}
+
+/// What the measured verdict measures and what it does not, in two sentences.
+pub(super) fn measured_scope(cmp: &Comparison) -> String {
+    match device_kind(cmp) {
+        DeviceKind::Emulated => {
+            "It measures the host's real behaviour (Cannyls, the filesystem, the page cache, the \
          kernel's block layer) against the drive model in real time: every reply waits for the \
          modelled completion. It is only as right as the model (docs/HDD-MODEL.md) and its rule \
          set, and it adds the emulator's own time per request (`emulation-check.md`)."
-            .to_string()
-    } else if device.contains("loop device") {
-        "It measures Cannyls' and the kernel's CPU and I/O paths on a loop device over an image \
-         file on this machine: what the targets cost in software. It does not measure a \
-         spinning drive — no seeks, no rotation, no 512e read-modify-write; a flush is an \
-         `fsync` of the image on the host."
-            .to_string()
-    } else {
-        "It measures the runs on that device.".to_string()
+                .to_string()
+        }
+        DeviceKind::Loop => "It measures Cannyls' and the kernel's CPU and I/O paths on a loop \
+                             device over an image file on this machine: what the targets cost \
+                             in software. It does not measure a spinning drive — no seeks, no \
+                             rotation, no 512e read-modify-write; a flush is an `fsync` of the \
+                             image on the host."
+            .to_string(),
+        DeviceKind::Other => "It measures the runs on that device.".to_string(),
     }
 }
 
@@ -427,12 +450,13 @@ pub(super) fn reopen_table(cmp: &Comparison, profile: &str) -> String {
 /// from the device compare.sh described.
 fn measured_vs_modelled(cmp: &Comparison) -> String {
     let device = cmp.meta.device.as_deref().unwrap_or("");
-    let measured = if device.contains("hddsim emulate") {
+    let kind = device_kind(cmp);
+    let measured = if kind == DeviceKind::Emulated {
         "The **measured** tables are timed on the device above: a loop device over an emulated \
          drive (`hddsim emulate`), so their times are the drive model's, met in real time \
          (FUSE's and the loop device's own time per request added)."
             .to_string()
-    } else if device.contains("loop device") {
+    } else if kind == DeviceKind::Loop {
         "The **measured** tables are timed on the device above: a loop device over an image \
          file on this machine's disk. That is not a drive: there a write lands in the host's \
          file (and page cache or the hypervisor's disk), and a flush is an `fsync` of the \
@@ -461,7 +485,7 @@ fn measured_vs_modelled(cmp: &Comparison) -> String {
              charges a spinning drive's seeks, rotations, cache destaging and 512e \
              read-modify-writes. {}",
             names.join(", "),
-            if device.contains("hddsim emulate") {
+            if kind == DeviceKind::Emulated {
                 "Here both come from the same model, so they should agree but for the \
                  emulator's own time per request (`emulation-check.md` compares them run by \
                  run)."

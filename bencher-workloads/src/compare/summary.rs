@@ -298,8 +298,7 @@ pub fn first_screen(cmp: &Comparison, judged: &Judged, facts: &SetupFacts) -> St
         |r| format!("commit {}", md(r)),
     ));
     let _ = writeln!(out, "{}\n", head.join(" · "));
-    let device = cmp.meta.device.as_deref().unwrap_or("");
-    if device.contains("loop device") && !device.contains("hddsim emulate") {
+    if render::device_kind(cmp) == render::DeviceKind::Loop {
         out.push_str(
             "Not a spinning drive: what the targets cost in software (no seeks, no rotation, \
              no 512e read-modify-write).\n\n",
@@ -653,13 +652,14 @@ pub fn states_section(cmp: &Comparison, judged: &Judged) -> String {
              which need not take the state the emulated run took"
         ),
         StateSource::None => {
-            let device = cmp.meta.device.as_deref().unwrap_or("");
-            let what = if device.contains("hddsim emulate") {
-                "the runs were neither recorded by the emulator per run nor traced"
-            } else if device.contains("loop device") {
-                "a loop device over an image is no drive: it has no cache state"
-            } else {
-                "a real disk reports no statistics per run"
+            let what = match render::device_kind(cmp) {
+                render::DeviceKind::Emulated => {
+                    "the runs were neither recorded by the emulator per run nor traced"
+                }
+                render::DeviceKind::Loop => {
+                    "a loop device over an image is no drive: it has no cache state"
+                }
+                render::DeviceKind::Other => "a real disk reports no statistics per run",
             };
             let method = match v.method {
                 Method::Median => {
@@ -906,13 +906,7 @@ pub fn modelled_summary(cmp: &Comparison, judged: &Judged) -> String {
             verdict_sentence(cmp, judged, w, source, variants_opt)
         );
     }
-    let scope = if cmp
-        .meta
-        .device
-        .as_deref()
-        .unwrap_or("")
-        .contains("hddsim emulate")
-    {
+    let scope = if render::device_kind(cmp) == render::DeviceKind::Emulated {
         "The replay keeps the host's timing as measured on the emulated drive, so it agrees \
          with the measured verdict under the emulated rule set; under the other rule sets it \
          shows what the same requests would cost, not how the host would have reacted \

@@ -281,10 +281,7 @@ impl Verdicts {
 /// Whether `cmp`'s measured runs were timed on the emulated drive (whose replays model the
 /// drive that timed them).
 fn emulated(cmp: &Comparison) -> bool {
-    cmp.meta
-        .device
-        .as_deref()
-        .is_some_and(|d| d.contains("hddsim emulate"))
+    super::render::device_kind(cmp) == super::render::DeviceKind::Emulated
 }
 
 /// A run's drive state and where it came from.
