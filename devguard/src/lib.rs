@@ -653,14 +653,36 @@ impl Drop for ImageFile {
     }
 }
 
+/// The data segments of `file` (`SEEK_DATA` to the next `SEEK_HOLE`), in order, as byte
+/// ranges `[start, end)`: what a sparse file holds; the rest reads as zeros (unwritten extents
+/// included).
+fn data_segments(file: &std::fs::File) -> io::Result<Vec<(u64, u64)>> {
+    use nix::unistd::{lseek, Whence};
+    use std::os::fd::AsRawFd;
+    let len = file.metadata()?.len();
+    let fd = file.as_raw_fd();
+    let mut segments = Vec::new();
+    let mut pos: i64 = 0;
+    while (pos as u64) < len {
+        let start = match lseek(fd, pos, Whence::SeekData) {
+            Ok(p) => p,
+            // No data after `pos`.
+            Err(nix::errno::Errno::ENXIO) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let end = lseek(fd, start, Whence::SeekHole)?;
+        segments.push((start as u64, end as u64));
+        pos = end;
+    }
+    Ok(segments)
+}
+
 /// Writes the non-zero 4 KiB blocks of `src` to `dst` at the same offsets and leaves `dst`'s
 /// other blocks as they are (a caller that wants `dst` to equal `src` punches it to zeros
 /// first); returns the bytes written. Only `src`'s data segments are read (`SEEK_DATA`,
 /// `SEEK_HOLE`), so a sparse terabyte image with a few megabytes of data copies in
 /// milliseconds. `dst` must be at least as long as `src`'s data.
 pub fn copy_nonzero(src: &Path, dst: &Path) -> io::Result<u64> {
-    use nix::unistd::{lseek, Whence};
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
     const BLOCK: usize = 4096;
     const CHUNK: usize = 1 << 20;
@@ -670,22 +692,12 @@ pub fn copy_nonzero(src: &Path, dst: &Path) -> io::Result<u64> {
         .write(true)
         .open(dst)
         .map_err(|e| named(dst, e))?;
-    let len = input.metadata().map_err(|e| named(src, e))?.len();
-    let fd = input.as_raw_fd();
     let mut written = 0u64;
     let mut buf = vec![0u8; CHUNK];
-    let mut pos: i64 = 0;
-    while (pos as u64) < len {
-        let start = match lseek(fd, pos, Whence::SeekData) {
-            Ok(p) => p,
-            // No data after `pos`.
-            Err(nix::errno::Errno::ENXIO) => break,
-            Err(e) => return Err(named(src, e.into())),
-        };
-        let end = lseek(fd, start, Whence::SeekHole).map_err(|e| named(src, e.into()))?;
-        let mut at = start as u64;
-        while at < end as u64 {
-            let n = (end as u64 - at).min(CHUNK as u64) as usize;
+    for (start, end) in data_segments(&input).map_err(|e| named(src, e))? {
+        let mut at = start;
+        while at < end {
+            let n = (end - at).min(CHUNK as u64) as usize;
             input
                 .read_exact_at(&mut buf[..n], at)
                 .map_err(|e| named(src, e))?;
@@ -709,7 +721,6 @@ pub fn copy_nonzero(src: &Path, dst: &Path) -> io::Result<u64> {
             }
             at += n as u64;
         }
-        pos = end;
     }
     output.sync_data().map_err(|e| named(dst, e))?;
     Ok(written)
@@ -721,40 +732,30 @@ pub fn copy_nonzero(src: &Path, dst: &Path) -> io::Result<u64> {
 /// template of the 1 TB drive then reads as 15 MB of data but holds 15 GB of the host's disk.
 pub fn release_holes(path: &Path) -> io::Result<u64> {
     use nix::fcntl::{fallocate, FallocateFlags};
-    use nix::unistd::{lseek, Whence};
     use std::os::fd::AsRawFd;
     let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
         .map_err(named)?;
-    let len = file.metadata().map_err(named)?.len() as i64;
-    let fd = file.as_raw_fd();
+    let len = file.metadata().map_err(named)?.len();
+    let mut segments = data_segments(&file).map_err(named)?;
+    // The gaps between the data segments, the last one up to the end.
+    segments.push((len, len));
     let mut released = 0u64;
-    let mut pos: i64 = 0;
-    while pos < len {
-        let hole = match lseek(fd, pos, Whence::SeekHole) {
-            Ok(p) => p,
-            Err(nix::errno::Errno::ENXIO) => break,
-            Err(e) => return Err(named(e.into())),
-        };
-        if hole >= len {
-            break;
+    let mut hole = 0u64;
+    for (start, end) in segments {
+        if start > hole {
+            fallocate(
+                file.as_raw_fd(),
+                FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
+                hole as i64,
+                (start - hole) as i64,
+            )
+            .map_err(|e| named(e.into()))?;
+            released += start - hole;
         }
-        let data = match lseek(fd, hole, Whence::SeekData) {
-            Ok(p) => p,
-            Err(nix::errno::Errno::ENXIO) => len,
-            Err(e) => return Err(named(e.into())),
-        };
-        fallocate(
-            fd,
-            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
-            hole,
-            data - hole,
-        )
-        .map_err(|e| named(e.into()))?;
-        released += (data - hole) as u64;
-        pos = data;
+        hole = end;
     }
     Ok(released)
 }
