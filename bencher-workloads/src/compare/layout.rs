@@ -30,6 +30,17 @@ use crate::run::report::RunReport;
 /// The largest run number accepted in a file name (`run-<k>.json`).
 pub const MAX_RUNS: usize = 1000;
 
+/// The profile of the emulated drive in compare.json's `device` (`… over hddsim emulate
+/// --profile PROFILE: …`, as `minfs-bench compare` writes it); `None` for another device.
+pub fn emulated_profile(device: &str) -> Option<&str> {
+    const AT: &str = "hddsim emulate --profile ";
+    let rest = &device[device.find(AT)? + AT.len()..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "-_+=,.".contains(c)))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
 /// `compare.json`. Every key is optional; unknown keys are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -602,6 +613,15 @@ pub fn load(dir: &Path) -> Result<Comparison, CompareError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_emulated_profile_is_read_from_the_device_as_compare_writes_it() {
+        let whole = "emulated-st1000dm003-whole (loop device, direct I/O, over hddsim emulate \
+                     --profile st1000dm003-write-first: the whole 1000204886016-byte drive)";
+        assert_eq!(emulated_profile(whole), Some("st1000dm003-write-first"));
+        assert_eq!(emulated_profile("loop-512 (loop device, direct I/O)"), None);
+        assert_eq!(emulated_profile("over hddsim emulate --profile : x"), None);
+    }
 
     #[test]
     fn file_names() {

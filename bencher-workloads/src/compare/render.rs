@@ -241,12 +241,7 @@ pub fn profile_title(p: &Profile) -> String {
 /// compare.json names it.
 pub(super) fn device_words(cmp: &Comparison) -> String {
     let device = cmp.meta.device.as_deref().unwrap_or("");
-    if let Some(i) = device.find("hddsim emulate --profile ") {
-        let rest = &device[i + "hddsim emulate --profile ".len()..];
-        let profile = rest
-            .split(|c: char| c.is_whitespace() || c == ':' || c == ')')
-            .next()
-            .unwrap_or("");
+    if let Some(profile) = super::layout::emulated_profile(device) {
         format!(
             "the emulated drive (`hddsim emulate --profile {}`)",
             md(profile)

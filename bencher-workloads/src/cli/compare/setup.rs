@@ -645,26 +645,19 @@ impl CheckRow {
     }
 }
 
+/// The profile of the emulated drive a comparison directory's runs were made on, from its
+/// `compare.json`'s device ([`crate::compare::layout::emulated_profile`]); `None`
+/// for another device.
+pub fn emulated_profile(dir: &Path) -> Option<String> {
+    let meta = super::runstats::read_json(&dir.join("compare.json"))?;
+    crate::compare::layout::emulated_profile(meta["device"].as_str()?).map(str::to_string)
+}
+
 /// The emulated drive against its own model: each run's total operation time as measured
 /// (emulated) against its block trace replayed through the same profile, and, for a run off
 /// by more than [`EMULATION_TOLERANCE`], why, from what the emulator recorded of it
 /// (`run-K.emulator.json`). Writes `DIR/emulation-check.md` and prints the per-run ratios and
 /// the summary to stderr; nothing without modelled runs of `profile`.
-/// The profile of the emulated drive a comparison directory's runs were made on, from its
-/// `compare.json`'s device (`… hddsim emulate --profile PROFILE …`); `None` for another device.
-pub fn emulated_profile(dir: &Path) -> Option<String> {
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).ok()?).ok()?;
-    let device = meta["device"].as_str()?;
-    let rest =
-        &device[device.find("hddsim emulate --profile ")? + "hddsim emulate --profile ".len()..];
-    let profile: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || "-_+=,.".contains(*c))
-        .collect();
-    (!profile.is_empty()).then_some(profile)
-}
-
 pub fn emulation_check(dir: &Path, profile: &str) {
     let mut rows: Vec<CheckRow> = Vec::new();
     let runs = dir.join("runs");
@@ -683,10 +676,7 @@ pub fn emulation_check(dir: &Path, profile: &str) {
     }
     files.sort();
     for f in files {
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            continue;
-        };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        let Some(v) = super::runstats::read_json(&f) else {
             continue;
         };
         let find = |key: &str| find_u64(&v, key);
@@ -710,10 +700,7 @@ pub fn emulation_check(dir: &Path, profile: &str) {
             .next()
             .unwrap_or("")
             .to_string();
-        let emu: Option<serde_json::Value> =
-            std::fs::read_to_string(f.with_file_name(format!("run-{k}.emulator.json")))
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok());
+        let emu = super::runstats::read_json(&f.with_file_name(format!("run-{k}.emulator.json")));
         let late = emu.as_ref().and_then(|e| {
             let rp = e.get("reply_path")?;
             Some((
