@@ -420,10 +420,7 @@ fn the_emulated_drives_image_lies_in_the_work_dir_it_chose() {
             .unwrap_or_else(|| panic!("no mount point after --backing: {setup}")),
     );
     assert_eq!(image.parent(), mnt.parent(), "{setup}");
-    let shm = std::fs::read_to_string("/proc/mounts")
-        .unwrap()
-        .lines()
-        .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "));
+    let shm = devguard::shm_is_tmpfs();
     let room = Command::new("df")
         .args(["-B1", "--output=avail", "/dev/shm"])
         .output()

@@ -74,6 +74,14 @@ pub fn scratch_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/tmp"))
 }
 
+/// Whether /dev/shm is a tmpfs (memory): where the emulated drive's image goes when it has room.
+pub fn shm_is_tmpfs() -> bool {
+    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
+        m.lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "))
+    })
+}
+
 /// How long [`retry_busy`] keeps trying: 30 retries, 1 s apart.
 pub const BUSY_RETRIES: u32 = 30;
 

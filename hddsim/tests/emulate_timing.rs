@@ -57,13 +57,7 @@ fn tracepoints() -> bool {
 
 /// /dev/shm where it is a tmpfs, else the tests' scratch directory.
 fn image_dir() -> std::path::PathBuf {
-    let shm = std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
-        m.lines().any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.get(1) == Some(&"/dev/shm") && f.get(2) == Some(&"tmpfs")
-        })
-    });
-    if shm {
+    if testutil::shm_is_tmpfs() {
         std::path::PathBuf::from("/dev/shm")
     } else {
         testutil::scratch_dir()

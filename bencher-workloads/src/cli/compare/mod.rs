@@ -61,11 +61,7 @@ pub const SHM_WORK: &str = "/dev/shm/minfs-compare";
 
 /// Whether /dev/shm is a tmpfs with more than `bytes` free.
 fn shm_has_room(bytes: u64) -> bool {
-    let tmpfs = std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
-        m.lines()
-            .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "))
-    });
-    tmpfs && avail_bytes(Path::new("/dev/shm")).is_ok_and(|a| a > bytes)
+    devguard::shm_is_tmpfs() && avail_bytes(Path::new("/dev/shm")).is_ok_and(|a| a > bytes)
 }
 
 /// The emulated drive's span by default for workloads needing `need` bytes: `need` rounded
