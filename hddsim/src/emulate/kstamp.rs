@@ -284,9 +284,7 @@ impl KernelStamps {
         let reader = std::thread::Builder::new()
             .name("hddsim-kstamp".into())
             .spawn(move || {
-                if super::server::REALTIME.load(Ordering::Relaxed) {
-                    let _ = super::server::set_realtime();
-                }
+                super::server::follow_realtime();
                 read_pipe(pipe, &sh)
             })?;
         Ok(Some(KernelStamps {

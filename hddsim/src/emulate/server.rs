@@ -103,6 +103,14 @@ pub fn set_realtime() -> Result<(), String> {
     .map_err(|e| format!("{e:?}"))
 }
 
+/// Puts the calling serving thread at the real-time priority when the emulator serves at it
+/// ([`REALTIME`]); a failure leaves it at the normal one (the session's thread said so).
+pub fn follow_realtime() {
+    if REALTIME.load(Ordering::Relaxed) {
+        let _ = set_realtime();
+    }
+}
+
 /// Threads running jobs in the order they were queued.
 #[derive(Debug)]
 struct Pool {
@@ -402,9 +410,7 @@ impl EmulatorFs {
             // timer slack's 50 µs later.
             repliers: Pool::with_init(REPLIERS, || {
                 let _ = nix::sys::prctl::set_timerslack(1);
-                if REALTIME.load(Ordering::Relaxed) {
-                    let _ = set_realtime();
-                }
+                follow_realtime();
             }),
             writers: Pool::new(WRITERS),
             snapshots: std::collections::HashMap::new(),
