@@ -23,7 +23,7 @@ mod ls;
 mod manual;
 mod mkfs;
 #[cfg(feature = "fuse")]
-mod mount;
+pub mod mount;
 mod probe;
 mod rm;
 mod scrub;

@@ -57,6 +57,16 @@ fn config(options: &[String]) -> MountConfig {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    run_with(a, None)
+}
+
+/// Makes the file services of a mount (in the process that serves it).
+pub type MakeServices = fn() -> Box<dyn crate::fuse::service::Services>;
+
+/// `mount` as [`run`] does it, for a program built on minfs whose own `mount` subcommand
+/// takes these [`Args`]: the server (this program again, `PROGRAM mount --daemon-child ...`)
+/// serves files through the services `services` makes.
+pub fn run_with(a: Args, services: Option<MakeServices>) -> anyhow::Result<ExitCode> {
     let mut cfg = config(&a.options);
     if let Some(p) = &a.stats {
         cfg.stats = Some(std::path::absolute(p).with_context(|| format!("{}", p.display()))?);
@@ -68,7 +78,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if a.foreground || a.daemon_child {
-        serve(&a, &cfg)
+        serve(&a, &cfg, services)
     } else {
         start_server(&a)
     }
@@ -126,9 +136,10 @@ fn cfg_stats(a: &Args) -> Option<PathBuf> {
 }
 
 /// Mounts and serves in this process until the filesystem is unmounted.
-fn serve(a: &Args, cfg: &MountConfig) -> anyhow::Result<ExitCode> {
+fn serve(a: &Args, cfg: &MountConfig, services: Option<MakeServices>) -> anyhow::Result<ExitCode> {
     let signals = daemon::prepare_server(a.daemon_child).context("mount failed")?;
-    let server = Server::mount(&a.target, &a.mountpoint, cfg).context("mount failed")?;
+    let server = Server::mount_with(&a.target, &a.mountpoint, cfg, services.map(|m| m()))
+        .context("mount failed")?;
     let mp = server.mountpoint().to_path_buf();
     if a.daemon_child {
         daemon::report_ready().context("mount failed")?;

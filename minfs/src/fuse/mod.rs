@@ -28,6 +28,7 @@
 //! | rename, `mkdir`, `link`, `symlink`, chmod/chown to another mode or owner | `EPERM` (no `EXDEV`, so `mv` does not turn into a copy); `rmdir` `ENOTDIR`; xattrs `EOPNOTSUPP` |
 //! | errors | one mapping, [`errno`]. After a failed write, flush or commit the filesystem is poisoned: every operation but the root's `getattr` answers `EIO` until it is unmounted and mounted again |
 //! | unmount | the server commits grown sizes (one commit), gives back preallocation, flushes the device, releases the target and exits |
+//! | file services | a program built on minfs can have a mount serve chosen files itself ([`service`]): `minfs-cannyls mount` serves each Cannyls storage file through a `MinfsNvm`, which keeps a copy of the storage's header and journal; `truncate` and `fallocate` of a served file answer `EBUSY` |
 
 pub mod daemon;
 mod errno;
@@ -35,6 +36,7 @@ pub mod max_pages;
 pub mod mounts;
 pub mod options;
 mod server;
+pub mod service;
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -101,6 +103,17 @@ impl Server {
     /// Opens the filesystem on `target` and mounts it on `mountpoint` (an existing
     /// directory). Returns once the mount exists; requests are served by [`Server::run`].
     pub fn mount(target: &Path, mountpoint: &Path, cfg: &MountConfig) -> Result<Server, FuseError> {
+        Server::mount_with(target, mountpoint, cfg, None)
+    }
+
+    /// [`Server::mount`], serving the files `services` takes through their own
+    /// [`service::FileService`]s (a read-only mount serves every file plainly).
+    pub fn mount_with(
+        target: &Path,
+        mountpoint: &Path,
+        cfg: &MountConfig,
+        services: Option<Box<dyn service::Services>>,
+    ) -> Result<Server, FuseError> {
         let target = target
             .canonicalize()
             .map_err(|e| FuseError(format!("{}: cannot open: {e}", target.display())))?;
@@ -140,7 +153,7 @@ impl Server {
             OpenMode::ReadWrite
         };
         let fs = Filesystem::open(&target, mode)?;
-        let mut server = Server::mount_filesystem(fs, &mp, cfg)?;
+        let mut server = Server::mount_filesystem_with(fs, &mp, cfg, services)?;
         server.hold = hold;
         Ok(server)
     }
@@ -152,6 +165,16 @@ impl Server {
         fs: Filesystem,
         mountpoint: &Path,
         cfg: &MountConfig,
+    ) -> Result<Server, FuseError> {
+        Server::mount_filesystem_with(fs, mountpoint, cfg, None)
+    }
+
+    /// [`Server::mount_filesystem`] with `services` ([`Server::mount_with`]).
+    pub fn mount_filesystem_with(
+        fs: Filesystem,
+        mountpoint: &Path,
+        cfg: &MountConfig,
+        services: Option<Box<dyn service::Services>>,
     ) -> Result<Server, FuseError> {
         let mp = mounts::absolute(mountpoint)
             .map_err(|e| FuseError(format!("{}: {e}", mountpoint.display())))?;
@@ -181,7 +204,9 @@ impl Server {
                 options.push(option);
             }
         }
-        let server = MinfsFuse::new(fs.clone(), read_only).with_stats(cfg.stats.clone());
+        let server = MinfsFuse::new(fs.clone(), read_only)
+            .with_stats(cfg.stats.clone())
+            .with_services(services);
         let session = fuser::Session::new(server, &mp, &options).map_err(|e| {
             let hint = if e.raw_os_error() == Some(libc::EACCES) {
                 " (/dev/fuse is not open to this user, or the mount point is not theirs)"

@@ -17,6 +17,7 @@ use fuser::{
 use libc::c_int;
 
 use super::errno::{errno, poisons};
+use super::service::{FileService, Services};
 use crate::format::{BLOCK_SIZE, MAX_FILES, MAX_NAME_LEN};
 use crate::{AlignedBuf, Error, FileHandle, FileStat, Filesystem};
 
@@ -93,6 +94,38 @@ pub struct MinfsFuse {
     stats: RequestStats,
     /// Where `stats` is written at unmount.
     stats_path: Option<std::path::PathBuf>,
+    /// The files served by a [`FileService`], and what decides which.
+    served: ServedFiles,
+}
+
+/// The [`Services`] of a mount, if any, and the files they serve now (by name).
+#[derive(Default)]
+struct ServedFiles {
+    services: Option<Box<dyn Services>>,
+    files: HashMap<String, ServedFile>,
+}
+
+struct ServedFile {
+    service: Box<dyn FileService>,
+    /// A write or sync failed: every request of the file answers EIO until its last close.
+    poisoned: bool,
+}
+
+impl std::fmt::Debug for ServedFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedFiles")
+            .field(
+                "services",
+                &self.services.as_ref().map(|s| s.name().to_string()),
+            )
+            .field("files", &self.files.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The errno of a service's error.
+fn io_errno(e: &std::io::Error) -> c_int {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 impl MinfsFuse {
@@ -117,7 +150,137 @@ impl MinfsFuse {
             poisoned: false,
             stats: RequestStats::default(),
             stats_path: None,
+            served: ServedFiles::default(),
         }
+    }
+
+    /// Serves the files `services` takes through their [`FileService`]s
+    /// ([`super::service`]).
+    pub fn with_services(mut self, services: Option<Box<dyn Services>>) -> MinfsFuse {
+        self.served.services = services;
+        self
+    }
+
+    /// At a file's open: asks the services whether to serve it, when no handle of it is open.
+    fn serve_on_open(&mut self, file: &FileHandle) {
+        let name = file.name();
+        if self.read_only
+            || self.served.files.contains_key(name)
+            || self.opens.values().any(|o| o.file.name() == name)
+        {
+            return;
+        }
+        let Some(services) = self.served.services.as_mut() else {
+            return;
+        };
+        match services.open(&self.fs, file) {
+            Ok(Some(service)) => {
+                self.served.files.insert(
+                    name.to_string(),
+                    ServedFile {
+                        service,
+                        poisoned: false,
+                    },
+                );
+            }
+            Ok(None) => {}
+            // Served plainly: what the file holds is for its reader to judge.
+            Err(e) => log::warn!(
+                "{}: file {name:?}: {} cannot serve it ({e}); served plainly",
+                self.fs.target(),
+                services.name()
+            ),
+        }
+    }
+
+    /// A write at offset 0 of a file no service serves: when it is empty, asks the services
+    /// whether to serve it from this write on.
+    fn serve_on_first_write(&mut self, file: &FileHandle, data: &[u8]) {
+        if self.read_only || file.size() != 0 {
+            return;
+        }
+        let Some(services) = self.served.services.as_mut() else {
+            return;
+        };
+        let name = file.name();
+        match services.first_write(&self.fs, file, data) {
+            Ok(Some(service)) => {
+                self.served.files.insert(
+                    name.to_string(),
+                    ServedFile {
+                        service,
+                        poisoned: false,
+                    },
+                );
+            }
+            Ok(None) => {}
+            Err(e) => log::warn!(
+                "{}: file {name:?}: {} cannot serve it ({e}); written plainly",
+                self.fs.target(),
+                services.name()
+            ),
+        }
+    }
+
+    /// A served file's read: the blocks covering `[offset, offset + size)` (within the
+    /// service's bytes) into the buffer; returns the range of the buffer holding the request.
+    fn served_read(&mut self, name: &str, offset: u64, size: u32) -> Reply<(usize, usize)> {
+        let f = self.served.files.get_mut(name).ok_or(libc::EBADF)?;
+        if f.poisoned {
+            return Err(libc::EIO);
+        }
+        let end = f.service.end().min(offset.saturating_add(u64::from(size)));
+        if offset >= end {
+            return Ok((0, 0));
+        }
+        let b = f.service.block();
+        let a0 = offset / b * b;
+        let a1 = end.div_ceil(b) * b;
+        let n = (a1 - a0) as usize;
+        if self.buf.len() < n {
+            self.buf = AlignedBuf::zeroed(n.next_power_of_two(), 4096);
+        }
+        let f = self.served.files.get_mut(name).ok_or(libc::EBADF)?;
+        f.service
+            .read_at(&mut self.buf[..n], a0)
+            .map_err(|e| io_errno(&e))?;
+        Ok(((offset - a0) as usize, (end - a0) as usize))
+    }
+
+    /// A served file's write, whole blocks (a partial first or last block read and merged
+    /// first); a write past the service's bytes is refused.
+    fn served_write(&mut self, name: &str, offset: u64, data: &[u8]) -> Reply<()> {
+        let f = self.served.files.get_mut(name).ok_or(libc::EBADF)?;
+        if f.poisoned {
+            return Err(libc::EIO);
+        }
+        let end = offset + data.len() as u64;
+        if end > f.service.end() {
+            return Err(libc::EPERM);
+        }
+        let b = f.service.block();
+        let a0 = offset / b * b;
+        let a1 = end.div_ceil(b) * b;
+        let n = (a1 - a0) as usize;
+        let bu = b as usize;
+        if self.buf.len() < n {
+            self.buf = AlignedBuf::zeroed(n.next_power_of_two(), 4096);
+        }
+        let buf = &mut self.buf[..n];
+        let r = (|| {
+            if a0 < offset {
+                f.service.read_at(&mut buf[..bu], a0)?;
+            }
+            if a1 > end && !(a0 < offset && n == bu) {
+                f.service.read_at(&mut buf[n - bu..], a1 - b)?;
+            }
+            buf[(offset - a0) as usize..(end - a0) as usize].copy_from_slice(data);
+            f.service.write_at(buf, a0)
+        })();
+        r.map_err(|e| {
+            f.poisoned = true;
+            io_errno(&e)
+        })
     }
 
     /// Writes the request counts as JSON to `path` at unmount.
@@ -429,6 +592,10 @@ impl MinfsFuse {
         }
         if let Some(size) = size {
             self.check_writable()?;
+            if self.served.files.contains_key(&name) {
+                // Its service owns the file's size while it is open.
+                return Err(libc::EBUSY);
+            }
             self.fs
                 .set_size(&name, size)
                 .map_err(|e| self.failed_change(&e))?;
@@ -459,6 +626,9 @@ impl MinfsFuse {
             return Err(libc::EINVAL);
         }
         let end = offset.checked_add(length).ok_or(libc::EFBIG)?;
+        if self.served.files.contains_key(&name) {
+            return Err(libc::EBUSY);
+        }
         let size = self.fs.stat(&name).map_err(|e| errno(&e))?.size;
         match mode {
             // Allocate and extend: minfs allocates exactly the blocks of a file's size.
@@ -495,6 +665,19 @@ impl fuser::Filesystem for MinfsFuse {
     }
 
     fn destroy(&mut self) {
+        // Files still open at unmount (a lazy unmount): their services close first.
+        for (name, f) in std::mem::take(&mut self.served.files) {
+            if f.poisoned {
+                continue;
+            }
+            if let Err(e) = f.service.close() {
+                log::warn!(
+                    "{}: file {name:?}: closing its service: {e}",
+                    self.fs.target()
+                );
+                self.poisoned = true;
+            }
+        }
         if !self.poisoned {
             let _ = self.settle();
         }
@@ -664,6 +847,7 @@ impl fuser::Filesystem for MinfsFuse {
             }
             let name = self.name_of(ino)?;
             let file = self.fs.open_file(&name).map_err(|e| errno(&e))?;
+            self.serve_on_open(&file);
             Ok(self.new_fh(file))
         })();
         match r {
@@ -709,6 +893,11 @@ impl fuser::Filesystem for MinfsFuse {
             self.check()?;
             let file = self.open_file(fh)?;
             let offset = u64::try_from(offset).map_err(|_| libc::EINVAL)?;
+            if let Some(f) = self.served.files.get(file.name()) {
+                if offset < f.service.end() {
+                    return self.served_read(file.name(), offset, size);
+                }
+            }
             self.read_bytes(&file, offset, size).map_err(|e| errno(&e))
         })();
         match r {
@@ -741,7 +930,13 @@ impl fuser::Filesystem for MinfsFuse {
             offset.checked_add(data.len() as u64).ok_or(libc::EFBIG)?;
             self.stats.write_requests += 1;
             self.stats.largest_write = self.stats.largest_write.max(u64::from(len));
-            if len > 0 {
+            if len > 0 && !self.served.files.contains_key(file.name()) && offset == 0 {
+                self.serve_on_first_write(&file, data);
+            }
+            if len > 0 && self.served.files.contains_key(file.name()) {
+                self.served_write(file.name(), offset, data)?;
+                self.touch(ino);
+            } else if len > 0 {
                 self.write_bytes(&file, offset, data)
                     .map_err(|e| self.failed_change(&e))?;
                 self.touch(ino);
@@ -788,12 +983,22 @@ impl fuser::Filesystem for MinfsFuse {
             {
                 let name = o.file.name().to_string();
                 drop(o);
-                self.sync_file(&name, false).and_then(|()| {
-                    self.fs
-                        .trim_preallocation(&name)
-                        .map(drop)
-                        .map_err(|e| self.failed_change(&e))
-                })
+                let closed = match self.served.files.remove(&name) {
+                    Some(f) if f.poisoned => Err(libc::EIO),
+                    Some(f) => f.service.close().map_err(|e| {
+                        self.poisoned = true;
+                        io_errno(&e)
+                    }),
+                    None => Ok(()),
+                };
+                closed
+                    .and_then(|()| self.sync_file(&name, false))
+                    .and_then(|()| {
+                        self.fs
+                            .trim_preallocation(&name)
+                            .map(drop)
+                            .map_err(|e| self.failed_change(&e))
+                    })
             }
             _ => Ok(()),
         };
@@ -806,7 +1011,14 @@ impl fuser::Filesystem for MinfsFuse {
     fn fsync(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, _ds: bool, reply: ReplyEmpty) {
         // fsync and fdatasync alike: a grown size is metadata fdatasync must make durable too.
         let r = match self.open_file(fh) {
-            Ok(file) => self.sync_file(file.name(), true),
+            Ok(file) => match self.served.files.get_mut(file.name()) {
+                Some(f) if f.poisoned => Err(libc::EIO),
+                Some(f) => f.service.sync().map_err(|e| {
+                    f.poisoned = true;
+                    io_errno(&e)
+                }),
+                None => self.sync_file(file.name(), true),
+            },
             Err(e) => Err(e),
         };
         match r {
