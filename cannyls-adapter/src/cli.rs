@@ -24,6 +24,11 @@
 //! its bytes in the file and on the device (read-only, as scrub). Exit codes: 0, 1 the index
 //! cannot be read, 8 operational error, 16 usage error.
 //!
+//! `minfs-cannyls mount [--log FILE] [-o OPTIONS] [--foreground] TARGET DIR`: `minfs mount`,
+//! serving each Cannyls storage file through a [`crate::MinfsNvm`] ([`crate::mount`]). Exit
+//! codes: 0 mounted (with `--foreground`: served until unmounted), 1 the mount or the server
+//! failed, 16 usage error.
+//!
 //! `minfs-cannyls delete [--yes] TARGET FILE LUMPID...`: deletes the named lumps from the
 //! storage, all or none ([`crate::delete`]); without `--yes` only says what it would delete.
 //! Exit codes: 0 deleted (or, without --yes, every lump present), 4 a lump named is absent:
@@ -31,7 +36,7 @@
 //! them a malformed lump id).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -211,6 +216,20 @@ enum Command {
     /// storage read-write (the target's lock: stop whatever holds it first). Exit status: 0
     /// done, 8 operational error, 16 usage error.
     AddCopy(AddCopyArgs),
+    /// Mount a minfs filesystem as `minfs mount` does, serving each Cannyls storage file in it
+    /// through MinfsNvm, so that storages opened by path (FrugalOS's file devices, Cannyls'
+    /// FileNvm) keep a copy of their header and journal.
+    ///
+    /// A storage created on the mount gets its copy at its first sync (the file grows by the
+    /// copy; it shows its whole size); an existing one keeps the copy it has (`add-copy` gives
+    /// one, unmounted). At each open of a storage file a torn journal tail is cut and unreadable
+    /// header and journal sectors are served from the copy and rewritten in place; at its last
+    /// close the copy is brought level. Files holding no storage are served plainly. Options
+    /// and the background server as `minfs mount`. Exit status: 0 mounted (or, with
+    /// --foreground, unmounted again), 1 the mount or the server failed, 16 usage error. The
+    /// server's warnings (sectors served from the copy, a journal cut) go to the
+    /// file named by --log, else nowhere once it runs in the background.
+    Mount(MountArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -334,6 +353,7 @@ pub fn main_with<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             }
         }
         Command::Delete(a) => return ExitCode::from(delete_cmd(&a)),
+        Command::Mount(a) => return mount_cmd(a),
         Command::AddCopy(a) => {
             return match add_copy(&a) {
                 Ok(code) => ExitCode::from(code),
@@ -881,6 +901,39 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
         .collect();
     let clean = matches!(m.journal, Inspection::Clean { .. });
     if a.json {
+        // Where the journal's live records start: the ring's head block (what an open reads
+        // first), as file and device bytes.
+        let journal = match &m.journal {
+            Inspection::Clean { head, end, .. } => {
+                let bs = u64::from(m.layout.block_size);
+                let at = m.base + m.layout.ring_start() + head / bs * bs;
+                let dev = lumpmap::device_ranges(&extents, at, bs);
+                // The live records' ring bytes, [head, end), wrapping at the ring's end.
+                let ring = m.base + m.layout.ring_start();
+                let ring_len = m.layout.journal_size - bs;
+                let live: Vec<(u64, u64)> = if end >= head {
+                    vec![(ring + head, end - head)]
+                } else {
+                    vec![(ring + head, ring_len - head), (ring, *end)]
+                };
+                let live_dev: Vec<serde_json::Value> = live
+                    .iter()
+                    .flat_map(|&(o, l)| lumpmap::device_ranges(&extents, o, l))
+                    .map(|(o, l)| serde_json::json!({"offset": o, "length": l}))
+                    .collect();
+                serde_json::json!({
+                    "file_offset": m.layout.journal_start,
+                    "size": m.layout.journal_size,
+                    "ring_file_offset": m.layout.ring_start(),
+                    "head": head,
+                    "end": end,
+                    "head_block_file_offset": at,
+                    "head_block_device_offset": dev.first().map(|d| d.0),
+                    "live_device_ranges": live_dev,
+                })
+            }
+            _ => serde_json::Value::Null,
+        };
         let lumps: Vec<serde_json::Value> = rows
             .iter()
             .map(|Row { id, region, start, len, dev }| {
@@ -900,6 +953,7 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
                 "read": true,
                 "journal_clean": clean,
                 "block_size": m.layout.block_size,
+                "journal": journal,
             },
             "lumps": lumps,
         });
@@ -1020,6 +1074,49 @@ fn delete_cmd(a: &DeleteArgs) -> u8 {
                  storage synced them: check with `minfs-cannyls lumps`)"
             );
             EXIT_OPERATIONAL
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct MountArgs {
+    /// Append the server's warnings to FILE (with a time stamp each); passed to the background
+    /// server as MINFS_CANNYLS_LOG.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    #[command(flatten)]
+    mount: minfs::cli::mount::Args,
+}
+
+/// The environment variable naming the mount server's log file.
+pub const LOG_ENV: &str = "MINFS_CANNYLS_LOG";
+
+fn mount_cmd(a: MountArgs) -> ExitCode {
+    if let Some(p) = &a.log {
+        match std::path::absolute(p) {
+            // Before any thread: the server started next inherits it.
+            Ok(p) => std::env::set_var(LOG_ENV, p),
+            Err(e) => {
+                eprintln!("minfs-cannyls: mount: --log {}: {e}", p.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    if let Some(p) = std::env::var_os(LOG_ENV) {
+        if let Err(e) = crate::logfile::init(Path::new(&p)) {
+            eprintln!(
+                "minfs-cannyls: mount: log file {}: {e}",
+                Path::new(&p).display()
+            );
+            return ExitCode::from(1);
+        }
+    }
+    let make: minfs::cli::mount::MakeServices = || Box::new(crate::mount::CannylsServices);
+    match minfs::cli::mount::run_with(a.mount, Some(make)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("minfs-cannyls: {e:#}");
+            ExitCode::from(1)
         }
     }
 }

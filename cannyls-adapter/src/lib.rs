@@ -185,7 +185,9 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 4096;
 pub mod cli;
 pub mod copy;
 pub mod delete;
+pub mod logfile;
 pub mod lumps;
+pub mod mount;
 pub mod recovery;
 pub mod salvage;
 
