@@ -973,7 +973,7 @@ if [ "$journal_bad" = 1 ]; then
     fail "node$sick repaired: success $su, failure $fa (wanted 0 and 0)"
   fi
   served=$(grep -c 'served from the copy' "$work/logs/mount-$k.log" || true)
-  say "minfs-cannyls mount's log of disk $k: $(grep 'served from the copy' "$work/logs/mount-$k.log" | head -2 | cut -c1-400 | tr '\n' ' ')"
+  say "minfs-cannyls mount's log of disk $k: $(grep 'served from the copy' "$work/logs/mount-$k.log" | sed -n 1,2p | cut -c1-400 | tr '\n' ' ')"
   [ "$served" -ge 1 ] || fail "minfs-cannyls mount's log names no sector served from the copy"
 
   step "step 5: stop node0; GET everything through node$sick and node2 (each ec object needs node$sick's fragment), compare"

@@ -173,7 +173,20 @@ impl MinfsFuse {
         let Some(services) = self.served.services.as_mut() else {
             return;
         };
-        match services.open(&self.fs, file) {
+        let asked = services.open(&self.fs, file);
+        self.adopt(name, asked, "served");
+    }
+
+    /// What the services answered for file `name`: a service from now on, none, or (an
+    /// error) the file served plainly — what it holds is for its reader to judge — with a
+    /// warning saying so (`plainly`: "served", "written").
+    fn adopt(
+        &mut self,
+        name: &str,
+        asked: std::io::Result<Option<Box<dyn FileService>>>,
+        plainly: &str,
+    ) {
+        match asked {
             Ok(Some(service)) => {
                 self.served.files.insert(
                     name.to_string(),
@@ -184,11 +197,10 @@ impl MinfsFuse {
                 );
             }
             Ok(None) => {}
-            // Served plainly: what the file holds is for its reader to judge.
             Err(e) => log::warn!(
-                "{}: file {name:?}: {} cannot serve it ({e}); served plainly",
+                "{}: file {name:?}: {} cannot serve it ({e}); {plainly} plainly",
                 self.fs.target(),
-                services.name()
+                self.served.services.as_ref().map_or("", |s| s.name())
             ),
         }
     }
@@ -202,24 +214,8 @@ impl MinfsFuse {
         let Some(services) = self.served.services.as_mut() else {
             return;
         };
-        let name = file.name();
-        match services.first_write(&self.fs, file, data) {
-            Ok(Some(service)) => {
-                self.served.files.insert(
-                    name.to_string(),
-                    ServedFile {
-                        service,
-                        poisoned: false,
-                    },
-                );
-            }
-            Ok(None) => {}
-            Err(e) => log::warn!(
-                "{}: file {name:?}: {} cannot serve it ({e}); written plainly",
-                self.fs.target(),
-                services.name()
-            ),
-        }
+        let asked = services.first_write(&self.fs, file, data);
+        self.adopt(file.name(), asked, "written");
     }
 
     /// A served file's read: the blocks covering `[offset, offset + size)` (within the
