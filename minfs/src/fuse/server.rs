@@ -128,6 +128,57 @@ fn io_errno(e: &std::io::Error) -> c_int {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// The whole units (logical sectors of the device, or a file service's blocks) covering the
+/// bytes `[offset, end)`: they start at `a0` and take `n` bytes.
+#[derive(Clone, Copy)]
+struct Span {
+    offset: u64,
+    end: u64,
+    unit: u64,
+    a0: u64,
+    n: usize,
+}
+
+impl Span {
+    fn new(offset: u64, end: u64, unit: u64) -> Span {
+        let a0 = offset / unit * unit;
+        Span {
+            offset,
+            end,
+            unit,
+            a0,
+            n: (end.div_ceil(unit) * unit - a0) as usize,
+        }
+    }
+
+    /// Where the requested bytes lie in a buffer holding the units.
+    fn range(&self) -> std::ops::Range<usize> {
+        (self.offset - self.a0) as usize..(self.end - self.a0) as usize
+    }
+
+    /// Puts `data` (the bytes of `[offset, end)`) into `buf` (the units), reading a partially
+    /// covered first or last unit with `read` first (a read-modify-write); `buf` is then the
+    /// units to write at `a0`.
+    fn merge<E>(
+        &self,
+        buf: &mut [u8],
+        data: &[u8],
+        mut read: impl FnMut(&mut [u8], u64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let (n, u) = (self.n, self.unit as usize);
+        let head = self.a0 < self.offset;
+        if head {
+            read(&mut buf[..u], self.a0)?;
+        }
+        let a1 = self.a0 + n as u64;
+        if a1 > self.end && !(head && n == u) {
+            read(&mut buf[n - u..], a1 - self.unit)?;
+        }
+        buf[self.range()].copy_from_slice(data);
+        Ok(())
+    }
+}
+
 impl MinfsFuse {
     /// A server for `fs`; `read_only` refuses every change with `EROFS`.
     pub fn new(fs: Filesystem, read_only: bool) -> MinfsFuse {
@@ -229,18 +280,14 @@ impl MinfsFuse {
         if offset >= end {
             return Ok((0, 0));
         }
-        let b = f.service.block();
-        let a0 = offset / b * b;
-        let a1 = end.div_ceil(b) * b;
-        let n = (a1 - a0) as usize;
-        if self.buf.len() < n {
-            self.buf = AlignedBuf::zeroed(n.next_power_of_two(), 4096);
-        }
+        let span = Span::new(offset, end, f.service.block());
+        self.ensure_buf(span.n);
         let f = self.served.files.get_mut(name).ok_or(libc::EBADF)?;
         f.service
-            .read_at(&mut self.buf[..n], a0)
+            .read_at(&mut self.buf[..span.n], span.a0)
             .map_err(|e| io_errno(&e))?;
-        Ok(((offset - a0) as usize, (end - a0) as usize))
+        let r = span.range();
+        Ok((r.start, r.end))
     }
 
     /// A served file's write, whole blocks (a partial first or last block read and merged
@@ -254,25 +301,13 @@ impl MinfsFuse {
         if end > f.service.end() {
             return Err(libc::EPERM);
         }
-        let b = f.service.block();
-        let a0 = offset / b * b;
-        let a1 = end.div_ceil(b) * b;
-        let n = (a1 - a0) as usize;
-        let bu = b as usize;
-        if self.buf.len() < n {
-            self.buf = AlignedBuf::zeroed(n.next_power_of_two(), 4096);
-        }
-        let buf = &mut self.buf[..n];
-        let r = (|| {
-            if a0 < offset {
-                f.service.read_at(&mut buf[..bu], a0)?;
-            }
-            if a1 > end && !(a0 < offset && n == bu) {
-                f.service.read_at(&mut buf[n - bu..], a1 - b)?;
-            }
-            buf[(offset - a0) as usize..(end - a0) as usize].copy_from_slice(data);
-            f.service.write_at(buf, a0)
-        })();
+        let span = Span::new(offset, end, f.service.block());
+        self.ensure_buf(span.n);
+        let f = self.served.files.get_mut(name).ok_or(libc::EBADF)?;
+        let buf = &mut self.buf[..span.n];
+        let r = span
+            .merge(buf, data, |b, at| f.service.read_at(b, at))
+            .and_then(|()| f.service.write_at(buf, span.a0));
         r.map_err(|e| {
             f.poisoned = true;
             io_errno(&e)
@@ -508,13 +543,11 @@ impl MinfsFuse {
             return Ok((0, 0));
         }
         let end = file_size.min(offset + u64::from(size));
-        let s = self.sector;
-        let a0 = offset / s * s;
-        let a1 = end.div_ceil(s) * s;
-        let n = (a1 - a0) as usize;
-        self.ensure_buf(n);
-        file.read_at(&mut self.buf[..n], a0)?;
-        Ok(((offset - a0) as usize, (end - a0) as usize))
+        let span = Span::new(offset, end, self.sector);
+        self.ensure_buf(span.n);
+        file.read_at(&mut self.buf[..span.n], span.a0)?;
+        let r = span.range();
+        Ok((r.start, r.end))
     }
 
     /// Writes `data` at `offset`, growing the file first when it ends past the file's size.
@@ -527,23 +560,12 @@ impl MinfsFuse {
             // unmount, not per write.
             self.fs.extend_unsynced(file.name(), end)?;
         }
-        let s = self.sector;
-        let a0 = offset / s * s;
-        let a1 = end.div_ceil(s) * s;
-        let n = (a1 - a0) as usize;
-        let su = s as usize;
-        self.ensure_buf(n);
-        let buf = &mut self.buf[..n];
-        let head = a0 < offset;
-        if head {
-            file.read_at(&mut buf[..su], a0)?;
-        }
-        if a1 > end && !(head && n == su) {
-            file.read_at(&mut buf[n - su..], a1 - s)?;
-        }
-        buf[(offset - a0) as usize..(end - a0) as usize].copy_from_slice(data);
+        let span = Span::new(offset, end, self.sector);
+        self.ensure_buf(span.n);
+        let buf = &mut self.buf[..span.n];
+        span.merge(buf, data, |b, at| file.read_at(b, at))?;
         self.dirty = true;
-        file.write_at(buf, a0)
+        file.write_at(buf, span.a0)
     }
 
     fn device_flush(&mut self) -> Reply<()> {
@@ -926,15 +948,18 @@ impl fuser::Filesystem for MinfsFuse {
             offset.checked_add(data.len() as u64).ok_or(libc::EFBIG)?;
             self.stats.write_requests += 1;
             self.stats.largest_write = self.stats.largest_write.max(u64::from(len));
-            if len > 0 && !self.served.files.contains_key(file.name()) && offset == 0 {
-                self.serve_on_first_write(&file, data);
-            }
-            if len > 0 && self.served.files.contains_key(file.name()) {
-                self.served_write(file.name(), offset, data)?;
-                self.touch(ino);
-            } else if len > 0 {
-                self.write_bytes(&file, offset, data)
-                    .map_err(|e| self.failed_change(&e))?;
+            if len > 0 {
+                let mut served = self.served.files.contains_key(file.name());
+                if !served && offset == 0 {
+                    self.serve_on_first_write(&file, data);
+                    served = self.served.files.contains_key(file.name());
+                }
+                if served {
+                    self.served_write(file.name(), offset, data)?;
+                } else {
+                    self.write_bytes(&file, offset, data)
+                        .map_err(|e| self.failed_change(&e))?;
+                }
                 self.touch(ino);
             }
             Ok(len)
