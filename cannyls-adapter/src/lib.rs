@@ -920,8 +920,7 @@ impl MinfsNvm {
         // A file with a copy holds the storage, then the copy: the memory is the storage
         // (a storage created in it anew gets the same size).
         if trailer.is_some() || session.is_some() {
-            let storage_end = layout.journal_start + layout.journal_size + layout.data_size;
-            view_end = view_end.min(block_size.floor_align(storage_end));
+            view_end = view_end.min(block_size.floor_align(layout.storage_end()));
             shared.limit = Some(view_end);
         }
         shared.copy = session;

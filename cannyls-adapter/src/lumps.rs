@@ -223,7 +223,7 @@ impl LumpMap {
             ),
             (
                 self.base + l.journal_start + l.journal_size,
-                self.base + l.journal_start + l.journal_size + l.data_size,
+                self.base + l.storage_end(),
                 Region::Data,
             ),
         ];

@@ -50,25 +50,12 @@ impl Services for CannylsServices {
         if file.size() == 0 {
             return Ok(None);
         }
+        // The open logs what it did: sectors served from the copy and rewritten, a torn tail
+        // cut.
         let nvm = MinfsNvm::from_handle(file.clone()).map_err(io::Error::from)?;
         if nvm.opened().is_none() {
             // No storage in it.
             return Ok(None);
-        }
-        if let Some(o) = nvm.opened() {
-            if !o.rewritten.is_empty() || o.failed_reads > 0 {
-                log::warn!(
-                    "{}: file {:?}: opened with {} unreadable read(s); served from the copy and \
-                     rewritten in place: {:?}",
-                    file.target(),
-                    file.name(),
-                    o.failed_reads,
-                    o.rewritten
-                );
-            }
-        }
-        if let Some(r) = nvm.recovery() {
-            log::warn!("{r}");
         }
         Ok(Some(Box::new(StorageService::split(nvm)?)))
     }
@@ -88,27 +75,22 @@ impl Services for CannylsServices {
         if u64::from(layout.block_size) % u64::from(file.sector_size()) != 0 {
             return Ok(None);
         }
-        let end = storage_end(&layout);
+        let end = layout.storage_end();
         fs.grow(file.name(), end)
             .map_err(|e| io::Error::other(e.to_string()))?;
         let nvm = MinfsNvm::with(file.clone(), block_size, Recover::No).map_err(io::Error::from)?;
         Ok(Some(Box::new(StorageService {
             end,
-            block: u64::from(layout.block_size),
             layout,
             views: Some(Views::Root(nvm)),
         })))
     }
 }
 
-fn storage_end(l: &Layout) -> u64 {
-    l.journal_start + l.journal_size + l.data_size
-}
-
 /// One Cannyls storage file, served through its memory.
 pub struct StorageService {
+    /// Where the bytes served end: the storage's end, or the file's when it is shorter.
     end: u64,
-    block: u64,
     layout: Layout,
     /// `None` once a split failed: the service refuses everything.
     views: Option<Views>,
@@ -128,10 +110,8 @@ impl StorageService {
         let layout = recovery::layout(nvm.file_handle(), 0, cap)
             .map_err(|e| io::Error::other(e.to_string()))?
             .map_err(io::Error::other)?;
-        let block = u64::from(layout.block_size);
         Ok(StorageService {
-            end: storage_end(&layout).min(cap),
-            block,
+            end: layout.storage_end().min(cap),
             views: Some(Views::Split(Box::new(split_views(nvm, &layout)?))),
             layout,
         })
@@ -193,7 +173,7 @@ impl FileService for StorageService {
     }
 
     fn block(&self) -> u64 {
-        self.block
+        u64::from(self.layout.block_size)
     }
 
     fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<()> {

@@ -94,6 +94,11 @@ impl Layout {
         self.journal_start + u64::from(self.block_size)
     }
 
+    /// Where the storage ends, relative to its start: the end of its data region.
+    pub fn storage_end(&self) -> u64 {
+        self.journal_start + self.journal_size + self.data_size
+    }
+
     /// The ring's size in bytes.
     pub fn ring_size(&self) -> u64 {
         self.journal_size - u64::from(self.block_size)
