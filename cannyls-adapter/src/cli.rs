@@ -906,15 +906,14 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
         let journal = match &m.journal {
             Inspection::Clean { head, end, .. } => {
                 let bs = u64::from(m.layout.block_size);
-                let at = m.base + m.layout.ring_start() + head / bs * bs;
+                let ring = m.base + m.layout.ring_start();
+                let at = ring + head / bs * bs;
                 let dev = lumpmap::device_ranges(&extents, at, bs);
                 // The live records' ring bytes, [head, end), wrapping at the ring's end.
-                let ring = m.base + m.layout.ring_start();
-                let ring_len = m.layout.journal_size - bs;
                 let live: Vec<(u64, u64)> = if end >= head {
                     vec![(ring + head, end - head)]
                 } else {
-                    vec![(ring + head, ring_len - head), (ring, *end)]
+                    vec![(ring + head, m.layout.ring_size() - head), (ring, *end)]
                 };
                 let live_dev: Vec<serde_json::Value> = live
                     .iter()
@@ -922,9 +921,9 @@ fn lumps(a: &LumpsArgs) -> Result<u8, String> {
                     .map(|(o, l)| serde_json::json!({"offset": o, "length": l}))
                     .collect();
                 serde_json::json!({
-                    "file_offset": m.layout.journal_start,
+                    "file_offset": m.base + m.layout.journal_start,
                     "size": m.layout.journal_size,
-                    "ring_file_offset": m.layout.ring_start(),
+                    "ring_file_offset": ring,
                     "head": head,
                     "end": end,
                     "head_block_file_offset": at,

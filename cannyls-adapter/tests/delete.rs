@@ -220,6 +220,39 @@ fn the_listing_places_each_lump_where_its_bytes_are_on_the_device() {
         assert!(got.len() >= len, "{l}");
         assert_eq!(&got[..len], &pattern(n as u64, len)[..], "lump {n}: {l}");
     }
+    // The journal's live records, [head, end) of the ring: on the device where the file holds
+    // them (what frugalos-cluster.sh --journal-bad-sector puts a bad sector in).
+    let j = &v["index"]["journal"];
+    let (ring, head, end) = (
+        j["ring_file_offset"].as_u64().unwrap(),
+        j["head"].as_u64().unwrap(),
+        j["end"].as_u64().unwrap(),
+    );
+    assert!(end > head, "{j}");
+    let mut live = Vec::new();
+    for r in j["live_device_ranges"].as_array().unwrap() {
+        let (o, rl) = (r["offset"].as_u64().unwrap(), r["length"].as_u64().unwrap());
+        live.extend_from_slice(&device[o as usize..(o + rl) as usize]);
+    }
+    assert_eq!(live.len() as u64, end - head, "{j}");
+    let fs = Filesystem::open(&img.path, OpenMode::ReadOnly).unwrap();
+    let file = fs.open_file(FILE).unwrap();
+    let (a0, a1) = ((ring + head) / 512 * 512, (ring + end).div_ceil(512) * 512);
+    let mut buf = minfs::AlignedBuf::zeroed((a1 - a0) as usize, 4096);
+    file.read_at(&mut buf, a0).unwrap();
+    let from = (ring + head - a0) as usize;
+    assert!(
+        buf[from..from + live.len()] == live[..],
+        "the live records' device bytes differ from the file's: {j}"
+    );
+    // The ring's head block holds the first live record.
+    let bs = v["index"]["block_size"].as_u64().unwrap();
+    let live_start = j["live_device_ranges"][0]["offset"].as_u64().unwrap();
+    assert_eq!(
+        j["head_block_device_offset"].as_u64().unwrap(),
+        live_start - head % bs,
+        "{j}"
+    );
     // A file that holds no storage: the index cannot be read, exit 1.
     cli(&["lumps", t, "other"])
         .code(1)
