@@ -45,16 +45,33 @@ macro_rules! require_fuse {
     };
 }
 
-fn mounted_at(mp: &Path) -> bool {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mp = mp.to_str().unwrap();
-    info.lines().any(|l| l.split(' ').nth(4) == Some(mp))
+/// A scratch directory (removed when dropped) with an empty mount point `mp` in it.
+fn scratch(prefix: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(testutil::scratch_dir())
+        .unwrap();
+    let mp = dir.path().join("mp");
+    std::fs::create_dir(&mp).unwrap();
+    (dir, mp)
 }
 
-/// A mount served on a thread of this process; unmounted (and its server joined) when dropped.
+/// Lazily detaches the mount on `0` if it is still mounted when dropped (a test that failed
+/// half-way).
+struct Unmounted(PathBuf);
+
+impl Drop for Unmounted {
+    fn drop(&mut self) {
+        testutil::lazy_umount(&self.0);
+    }
+}
+
+/// A mount served on a thread of this process: [`Mounted::unmount`] unmounts it and joins its
+/// server; dropped without that, it is detached lazily.
 struct Mounted {
     mp: PathBuf,
     serving: Option<std::thread::JoinHandle<Result<(), minfs::fuse::FuseError>>>,
+    _unmounted: Unmounted,
 }
 
 impl Mounted {
@@ -67,6 +84,7 @@ impl Mounted {
         Mounted {
             mp: mp.to_path_buf(),
             serving: Some(std::thread::spawn(move || server.run())),
+            _unmounted: Unmounted(mp.to_path_buf()),
         }
     }
 
@@ -78,14 +96,6 @@ impl Mounted {
         mounts::unmount(&self.mp, false).unwrap();
         let served = self.serving.take().unwrap().join().unwrap();
         served.unwrap();
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if self.serving.is_some() && mounted_at(&self.mp) {
-            testutil::retry_args("umount", &["-l".as_ref(), self.mp.as_os_str()]);
-        }
     }
 }
 
@@ -141,12 +151,7 @@ fn open(path: &Path) -> cannyls::Result<Storage<FileNvm>> {
 #[test]
 fn a_storage_made_through_the_mount_opens_past_each_bad_header_and_journal_block() {
     require_fuse!();
-    let dir = tempfile::Builder::new()
-        .prefix("minfs-cannyls-mount-")
-        .tempdir_in(testutil::scratch_dir())
-        .unwrap();
-    let mp = dir.path().join("mp");
-    std::fs::create_dir(&mp).unwrap();
+    let (_dir, mp) = scratch("minfs-cannyls-mount-");
     let dev = Arc::new(FaultDevice::new(DEVICE, LOGICAL, PHYSICAL));
     drop(
         Filesystem::format(
@@ -243,14 +248,9 @@ fn a_storage_made_through_the_mount_opens_past_each_bad_header_and_journal_block
 #[test]
 fn minfs_cannyls_mount_serves_in_the_background_and_the_storage_gets_its_copy() {
     require_fuse!();
-    let dir = tempfile::Builder::new()
-        .prefix("minfs-cannyls-mount-cli-")
-        .tempdir_in(testutil::scratch_dir())
-        .unwrap();
+    let (dir, mp) = scratch("minfs-cannyls-mount-cli-");
     let img = dir.path().join("disk.img");
-    let mp = dir.path().join("mp");
     let log = dir.path().join("mount.log");
-    std::fs::create_dir(&mp).unwrap();
     std::fs::File::create(&img)
         .unwrap()
         .set_len(DEVICE)
@@ -286,15 +286,4 @@ fn minfs_cannyls_mount_serves_in_the_background_and_the_storage_gets_its_copy() 
     let file = fs.open_file(FILE).unwrap();
     let check = copy::check(&file).unwrap();
     assert!(check.valid() && check.agree() && check.level(), "{check:?}");
-}
-
-/// Lazily unmounts `0` if it is still mounted (a test that failed half-way).
-struct Unmounted(PathBuf);
-
-impl Drop for Unmounted {
-    fn drop(&mut self) {
-        if mounted_at(&self.0) {
-            testutil::retry_args("umount", &["-l".as_ref(), self.0.as_os_str()]);
-        }
-    }
 }

@@ -440,7 +440,9 @@ impl Drop for Mount {
     }
 }
 
-fn lazy_umount(dir: &Path) {
+/// Detaches the mount on `dir` lazily (`umount -l`) if `dir` is still a mount point, saying so:
+/// what a guard does when an orderly unmount failed or never came (a test that failed half-way).
+pub fn lazy_umount(dir: &Path) {
     if is_mountpoint(dir) {
         let ok = Command::new("umount")
             .arg("-l")

@@ -810,9 +810,7 @@ struct Unmount(PathBuf);
 
 impl Drop for Unmount {
     fn drop(&mut self) {
-        if mounted_at(&self.0) {
-            testutil::retry_args("umount", &["-l".as_ref(), self.0.as_os_str()]);
-        }
+        testutil::lazy_umount(&self.0);
     }
 }
 

@@ -13,8 +13,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 pub use devguard::{
-    is_root, retry_args, retry_busy, run, scratch_dir, shm_is_tmpfs, which, Emulator, FuseMount,
-    GuestHaltPoll, ImageFile, LoopDevice, MaxPagesLimit, Mount, QueueMode, Tracing,
+    is_root, lazy_umount, retry_args, retry_busy, run, scratch_dir, shm_is_tmpfs, which, Emulator,
+    FuseMount, GuestHaltPoll, ImageFile, LoopDevice, MaxPagesLimit, Mount, QueueMode, Tracing,
 };
 
 /// Runs an unmount command (`umount DIR`, `minfs umount DIR`) and, while it fails saying the
