@@ -765,6 +765,10 @@ fi
 
 # --- The scrub-and-repair mode -----------------------------------------------------------------
 
+# step TEXT: a step's heading in the scrub-and-repair and journal modes, with the seconds since
+# the start and since the last step (step_t, set where a mode's steps begin).
+step() { say "=== [${SECONDS} s, the last step took $((SECONDS - step_t)) s] $*"; step_t=$SECONDS; }
+
 if [ "$scrub_repair" = 1 ]; then
   sick=1 # the node whose disk gets the bad sector
   k=$sick.0
@@ -780,7 +784,6 @@ if [ "$scrub_repair" = 1 ]; then
     echo "$(sed -n '1p' <<<"$h")$(grep -i '^frugalos-fragments' <<<"$h" | sed 's/^/; /' | tr -d '\n' || true)"
   }
   step_t=$SECONDS
-  step() { say "=== [${SECONDS} s, the last step took $((SECONDS - step_t)) s] $*"; step_t=$SECONDS; }
   step "step 1: PUT $nobjects objects per bucket, GET each through every node"
   put_objects
   # The object whose fragment gets the bad sector: larger than any other, so that its fragment
@@ -899,7 +902,6 @@ if [ "$journal_bad" = 1 ]; then
   for d in $(disks); do make_disk "$d"; done
   form_cluster minfs
   step_t=$SECONDS
-  step() { say "=== [${SECONDS} s, the last step took $((SECONDS - step_t)) s] $*"; step_t=$SECONDS; }
   step "step 1: PUT $nobjects objects per bucket, GET each through every node; node$sick synchronised (it holds everything it should)"
   put_objects
   check_all 0 1 2
