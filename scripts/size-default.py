@@ -3,6 +3,7 @@
 
     scripts/size-default.py DIR... [--margin 0.05] [--comparisons M] [--residuals FILE]
                             [--budget-data FILE [--budget SECONDS]] [--rounds-data FILE]
+                            [--targets LIST]
 
 DIR is a comparison directory written by scripts/compare.sh with several rounds (--runs); with
 several (e.g. one pilot per workload, each at its own scale) their comparisons are pooled. For
@@ -20,7 +21,9 @@ DIR's about its own mean), and the workload's scale (DIRs that ran a workload at
 scales are refused), with the budget (the runs' own, or --budget SECONDS: what the
 simulation spends) and the
 time before round 1 — the times are those `compare.log` shows between one run's line and the
-next (preparation, the run, its replays), so each DIR needs its compare.log.
+next (preparation, the run, its replays), so each DIR needs its compare.log. --targets LIST
+(comma-separated, e.g. ext4,xfs: the default's) keeps only those targets' comparisons in the
+files written; the figures printed cover every comparison of the DIRs.
 
 Exit codes: 0; 1 DIR unreadable or with fewer than 2 rounds; 2 usage error.
 """
@@ -254,6 +257,20 @@ def budget_data(dirs, rows, residuals, means, budget=None):
             "workloads": out}
 
 
+def only(data, keep):
+    """Keeps only the targets in `keep` (all when None) of each workload of `data`; an error
+    naming the targets none of the DIRs ran."""
+    if keep is None:
+        return
+    ran = {t["name"] for w in data["workloads"] for t in w["targets"]}
+    if keep - ran:
+        print(f"size-default.py: error: --targets: {','.join(sorted(keep - ran))} not in the DIRs "
+              f"(they ran {','.join(sorted(ran))})", file=sys.stderr)
+        sys.exit(2)
+    for w in data["workloads"]:
+        w["targets"] = [t for t in w["targets"] if t["name"] in keep]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", nargs="+")
@@ -264,7 +281,9 @@ def main():
     ap.add_argument("--budget", type=float,
                     help="the budget to simulate, seconds (default: the runs' own)")
     ap.add_argument("--rounds-data")
+    ap.add_argument("--targets", help="keep only these targets' comparisons in the files written")
     a = ap.parse_args()
+    keep = set(a.targets.split(",")) if a.targets else None
     rows, residuals, means = [], [], []
     for d in a.dir:
         collect(d, rows, residuals, means)
@@ -286,6 +305,7 @@ def main():
     if a.budget_data:
         data = {"source": " ".join(os.path.relpath(d) for d in a.dir)}
         data.update(budget_data(a.dir, rows, residuals, means, a.budget))
+        only(data, keep)
         with open(a.budget_data, "w") as f:
             json.dump(data, f, indent=1)
             f.write("\n")
@@ -296,6 +316,7 @@ def main():
         for d in a.dir:
             collect_rounds(d, rounds, sources)
         data["state_source"] = " and ".join(sorted(sources)) or None
+        only(data, keep)
         for w in data["workloads"]:
             for t in w["targets"]:
                 del t["residuals"]

@@ -12,9 +12,14 @@ pub const WORKLOADS: [&str; 6] = [
     "group-commit-256k",
 ];
 
-/// The targets: minfs, ext4 and XFS at Cannyls' default block size (512, as published) and at
-/// 4096, so that the report can tell the file system's part of a gap from the block size's.
-pub const TARGETS: [&str; 5] = ["minfs", "ext4", "xfs", "ext4@4096", "xfs@4096"];
+/// The targets: minfs, ext4 and XFS at Cannyls' default block size (512, as published) — 12
+/// comparisons. Until 2026-11-29 ext4 and XFS at 4096 too (24 comparisons, so that the report
+/// could tell the file system's part of a gap from the block size's; `--targets
+/// minfs,ext4,xfs,ext4@4096,xfs@4096` still does): on the whole emulated drive a round of 24
+/// took about 4 minutes and the 15-minute budget decided a 15 % difference in 87.6 % of
+/// simulated runs, short of the 90 % aimed at; at 12, in all of 1000
+/// (`tests/verdict_stats.rs`, docs/COMPARISON.md "How the default run is sized").
+pub const TARGETS: [&str; 3] = ["minfs", "ext4", "xfs"];
 
 /// Per workload, the scale of the default on the emulated drive, from the pilots
 /// (results/2026-11-27-vm-emulated-pilots): each workload's runs take 2–9 s of the drive's time
