@@ -507,13 +507,18 @@ pub const ROUNDS_NEEDED_CAP: usize = 10_000;
 /// The fewest rounds whose set would decide a comparison whose rounds had mean `mean` and
 /// sample standard deviation `sd` (log scale) at `alpha`, were the mean and the spread to stay
 /// as they are: the set's half-width ([`half_width_at`]) at most the distance from the mean to
-/// the nearer end of the equivalence margin (ln 1.05 or −ln 1.05), the set then lying wholly
-/// above 1.05, inside the margin or below 1/1.05. A planning figure: the running intersection
-/// the report uses may decide a little earlier. `None` beyond [`ROUNDS_NEEDED_CAP`] (a mean at
-/// the margin's end is never decided).
+/// the nearer end of the equivalence margin (ln 1.05 or −ln 1.05) less the verdict's
+/// resolution ([`super::stats::RESOLUTION`]), the set then lying wholly in one region
+/// ([`super::stats::region`]). A planning figure: the running intersection the report uses may
+/// decide a little earlier. `None` beyond [`ROUNDS_NEEDED_CAP`] or within the resolution of
+/// the margin's end (never decided).
 pub fn rounds_needed(mean: f64, sd: f64, alpha: f64) -> Option<usize> {
     let margin = (1.0 + super::stats::EQUIVALENCE_MARGIN).ln();
-    let need = (mean.abs() - margin).abs();
+    // The set must clear the margin's end by the verdict's resolution.
+    let need = (mean.abs() - margin).abs() - super::stats::RESOLUTION.ln_1p();
+    if need <= 0.0 {
+        return None;
+    }
     // The half-width falls as n grows (once bounded): a binary search for the first n.
     let ok = |n: usize| half_width_at(n, sd, alpha) <= need;
     if !ok(ROUNDS_NEEDED_CAP) {
@@ -804,7 +809,10 @@ mod tests {
         assert_eq!(judge(&i), Judgement::Undecided);
         // Far from the margin's ends the floor costs a round at most: 15 % slower as tightly is
         // decided at round 4 (without the floor at 3, the fewest the level allows).
-        let d: Vec<f64> = d.iter().map(|x| x - 1.0507f64.ln() + 1.15f64.ln()).collect();
+        let d: Vec<f64> = d
+            .iter()
+            .map(|x| x - 1.0507f64.ln() + 1.15f64.ln())
+            .collect();
         assert_eq!(rounds_to_decide(&d, a), Some(min_rounds(a) + 1));
     }
 }

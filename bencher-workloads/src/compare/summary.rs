@@ -487,16 +487,17 @@ pub fn verdict_sentence(
                 )
             })
             .unwrap_or_default();
+        let res = format!("{:.1} %", stats::RESOLUTION * 100.0);
         let side = match (v.judgement, v.side) {
             (Judgement::Equal, Some(Side::Slower)) => format!(", slower than {base}"),
             (Judgement::Equal, Some(Side::Faster)) => format!(", faster than {base}"),
             (Judgement::Undecided, Some(Side::Slower)) => format!(
                 ", slower than {base} but not known whether by more than 5 % (the interval \
-                 straddles 1.05)"
+                 reaches within {res} of 1.05)"
             ),
             (Judgement::Undecided, Some(Side::Faster)) => format!(
                 ", faster than {base} but not known whether by more than 5 % (the interval \
-                 straddles 1/1.05)"
+                 reaches within {res} of 1/1.05)"
             ),
             _ => String::new(),
         };
@@ -762,20 +763,30 @@ pub fn method_section(cmp: &Comparison, judged: &Judged) -> String {
     };
     let base = md(&cmp.targets[b]);
     let mut out = String::from("## Method and assumptions\n\n");
-    let regions = "The verdict is the region the interval lies in — **slower by more than 5 %**: \
-                   above 1.05; **within ±5 %**: inside 1/1.05 – 1.05 (0.952–1.05), with \
-                   \"slower\" or \"faster\" beside it where the interval also excludes 1; \
-                   **faster by more than 5 %**: below 1/1.05; otherwise **undecided**. The \
-                   regions exclude each other. Intervals are rounded outward (the low end \
-                   down, the high end up), with as many decimals as it takes for the printed \
-                   interval to give the same verdict.";
-    let assumes = "It assumes the rounds independent and, within one state of the drive, a \
-                   normal shape of the per-round log-ratio; a comparison is judged on the \
-                   rounds whose two runs took the same state (\"Drive states\", above). \
-                   `tests/verdict_stats.rs` checks the rule as the runner runs it on the \
-                   default's measured rounds; where two levels of a comparison have no drive \
-                   statistic to tell them apart, it says how often the rule calls falsely \
-                   (docs/COMPARISON.md, \"What each verdict assumes\").";
+    let regions = format!(
+        "The verdict is the region the interval lies in, each clear of the ends of the margin \
+         (1.05 and 1/1.05) by the resolution of {res:.1} % — **slower by more than 5 %**: above \
+         {slower:.5}; **within ±5 %**: inside {low:.5}–{high:.5}, with \"slower\" or \"faster\" \
+         beside it where the interval also excludes 1; **faster by more than 5 %**: below \
+         {faster:.5}; otherwise **undecided**. The regions exclude each other. Intervals are \
+         rounded outward (the low end down, the high end up), with as many decimals as it takes \
+         for the printed interval to give the same verdict.",
+        res = stats::RESOLUTION * 100.0,
+        slower = stats::margin_high() * (1.0 + stats::RESOLUTION),
+        low = stats::margin_low() * (1.0 + stats::RESOLUTION),
+        high = stats::margin_high() / (1.0 + stats::RESOLUTION),
+        faster = stats::margin_low() / (1.0 + stats::RESOLUTION),
+    );
+    let assumes = format!(
+        "It assumes the rounds independent and, within one state of the drive, a normal shape \
+         of the per-round log-ratio; a comparison is judged on the rounds whose two runs took \
+         the same state (\"Drive states\", above), and its rounds' spread is taken as at least \
+         {:.1} % (a rare level of the drive can hide in rounds tighter than that until it \
+         comes). `tests/verdict_stats.rs` checks the rule as the runner runs it on each of the \
+         default's comparisons' own measured rounds (docs/COMPARISON.md, \"What each verdict \
+         assumes\").",
+        super::sequential::SD_FLOOR * 100.0
+    );
     if v.comparisons == 0 {
         let _ = writeln!(
             out,
@@ -792,7 +803,7 @@ pub fn method_section(cmp: &Comparison, judged: &Judged) -> String {
                 "the geometric mean over the judged rounds; [low–high] its anytime-valid \
                  confidence sequence (a t-mixture e-value of the mean log-ratio, valid however \
                  the rounds are stopped",
-                assumes.to_string(),
+                assumes,
                 "`bencher-workloads/src/compare/sequential.rs` (`Running`), `verdict.rs`",
             ),
             _ => (
@@ -1300,15 +1311,16 @@ mod tests {
                 target_states: states::Counts::default(),
             }
         };
-        // Slower by more than 5 %, its low end just above 1.05: four decimals.
+        // Slower by more than 5 %, its low end just above 1.05 × 1.005 (1.05525): four
+        // decimals.
         assert_eq!(
-            cell_text(&v(1.1, 1.05031, 1.17)),
-            "1.1000 ▲ [1.0503–1.1700]"
+            cell_text(&v(1.1, 1.05531, 1.17)),
+            "1.1000 ▲ [1.0553–1.1700]"
         );
         // Within ±5 % and faster, its high end just below 1: 0.9998, not 1.00.
         assert_eq!(
-            cell_text(&v(0.97, 0.95312, 0.99981)),
-            "0.9700 =▾ [0.9531–0.9999]"
+            cell_text(&v(0.97, 0.95812, 0.99981)),
+            "0.9700 =▾ [0.9581–0.9999]"
         );
         // Undecided, above 1: "?▴".
         assert_eq!(
