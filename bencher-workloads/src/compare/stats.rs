@@ -240,17 +240,38 @@ pub fn margin_low() -> f64 {
     1.0 / (1.0 + EQUIVALENCE_MARGIN)
 }
 
-/// The region an interval from `low` to `high` lies in, each clear of the margin's ends by the
-/// [`RESOLUTION`]: above 1.05 × 1.005 slower, below 1/1.05 / 1.005 faster, inside 1/1.05 × 1.005
-/// – 1.05 / 1.005 within ±5 % (those ends included), else undecided. The regions exclude each
-/// other.
-pub fn region(low: f64, high: f64) -> Judgement {
+/// Where the three regions begin: each end of the margin moved away from it by the
+/// [`RESOLUTION`], outward for slower and faster, inward for within.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Regions {
+    /// An interval above this (1.05 × 1.005) is slower by more than 5 %.
+    pub slower_above: f64,
+    /// An interval inside these (1/1.05 × 1.005 – 1.05 / 1.005, ends included) is within ±5 %.
+    pub within: (f64, f64),
+    /// An interval below this (1/1.05 / 1.005) is faster by more than 5 %.
+    pub faster_below: f64,
+}
+
+/// The regions' ends ([`Regions`]), from the margin and the resolution.
+pub fn regions() -> Regions {
     let r = 1.0 + RESOLUTION;
-    if low > margin_high() * r {
+    Regions {
+        slower_above: margin_high() * r,
+        within: (margin_low() * r, margin_high() / r),
+        faster_below: margin_low() / r,
+    }
+}
+
+/// The region an interval from `low` to `high` lies in ([`regions`]): above 1.05 × 1.005
+/// slower, below 1/1.05 / 1.005 faster, inside 1/1.05 × 1.005 – 1.05 / 1.005 within ±5 % (those
+/// ends included), else undecided. The regions exclude each other.
+pub fn region(low: f64, high: f64) -> Judgement {
+    let r = regions();
+    if low > r.slower_above {
         Judgement::Slower
-    } else if high < margin_low() / r {
+    } else if high < r.faster_below {
         Judgement::Faster
-    } else if low >= margin_low() * r && high <= margin_high() / r {
+    } else if low >= r.within.0 && high <= r.within.1 {
         Judgement::Equal
     } else {
         Judgement::Undecided
@@ -356,13 +377,17 @@ mod tests {
         assert_eq!(judge(&i(1.01, 1.04)), Judgement::Equal);
         assert_eq!(Judgement::Equal.mark(i(1.01, 1.04).side()), "=▴");
         // Each region clear of the margin's ends by the resolution, its own ends included.
-        let r = 1.0 + RESOLUTION;
-        assert_eq!(
-            judge(&i(margin_low() * r, margin_high() / r)),
-            Judgement::Equal
+        let r = regions();
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(r.slower_above, 1.05525), "{r:?}");
+        assert!(
+            near(r.within.0, 0.957142857) && near(r.within.1, 1.044776119),
+            "{r:?}"
         );
-        assert_eq!(judge(&i(margin_high() * r + 1e-12, 1.3)), Judgement::Slower);
-        assert_eq!(judge(&i(0.5, margin_low() / r - 1e-12)), Judgement::Faster);
+        assert!(near(r.faster_below, 0.947642739), "{r:?}");
+        assert_eq!(judge(&i(r.within.0, r.within.1)), Judgement::Equal);
+        assert_eq!(judge(&i(r.slower_above + 1e-12, 1.3)), Judgement::Slower);
+        assert_eq!(judge(&i(0.5, r.faster_below - 1e-12)), Judgement::Faster);
     }
 
     /// The bug: rounds with a rare level (a mean 0.4 % below the common one) were called

@@ -763,6 +763,7 @@ pub fn method_section(cmp: &Comparison, judged: &Judged) -> String {
     };
     let base = md(&cmp.targets[b]);
     let mut out = String::from("## Method and assumptions\n\n");
+    let r = stats::regions();
     let regions = format!(
         "The verdict is the region the interval lies in, each clear of the ends of the margin \
          (1.05 and 1/1.05) by the resolution of {res:.1} % — **slower by more than 5 %**: above \
@@ -772,10 +773,10 @@ pub fn method_section(cmp: &Comparison, judged: &Judged) -> String {
          rounded outward (the low end down, the high end up), with as many decimals as it takes \
          for the printed interval to give the same verdict.",
         res = stats::RESOLUTION * 100.0,
-        slower = stats::margin_high() * (1.0 + stats::RESOLUTION),
-        low = stats::margin_low() * (1.0 + stats::RESOLUTION),
-        high = stats::margin_high() / (1.0 + stats::RESOLUTION),
-        faster = stats::margin_low() / (1.0 + stats::RESOLUTION),
+        slower = r.slower_above,
+        low = r.within.0,
+        high = r.within.1,
+        faster = r.faster_below,
     );
     let assumes = format!(
         "It assumes the rounds independent and, within one state of the drive, a normal shape \
