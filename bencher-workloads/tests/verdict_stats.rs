@@ -764,7 +764,7 @@ fn each_comparison_calls_falsely_at_most_its_nominal_share() {
 /// as at least `sequential::SD_FLOOR`, at the margin's end (a true ratio of 1.05 exactly, the
 /// common level 0.07 % above it) it decided on the common level's spread, up to the runner's
 /// 50 rounds, and called "slower by more than 5 %" in 2.67 % of runs (nominal 0.21 % then);
-/// with the floor, in none of 4000.
+/// with the floor (and now the verdict's resolution too), in none of 4000.
 #[test]
 fn comparisons_with_a_rare_level_call_falsely_at_most_their_nominal_share() {
     let dev = Device::load(EMULATED);

@@ -451,11 +451,11 @@ pub fn half_width_at(n: usize, sd: f64, alpha: f64) -> f64 {
 /// drive can hide in until it comes: rand-mixed-1m on ext4 at 512 on the emulated drive gave 20
 /// rounds within 0.6 % of each other and a 21st 1.5 % below them (three reads more from the
 /// drive's cache in that run), and on the 20 alone the sequence called a true ratio of exactly
-/// 1.05 "slower by more than 5 %" in 2.7 % of simulated runs (nominal 0.21 %). A larger spread
-/// only widens each round's set — the e-value falls as the spread grows at a fixed mean — so
-/// the sequence stays as valid as it was; what the floor costs is that a comparison within
-/// about 0.3 % of a margin's end is not decided (docs/COMPARISON.md, "What each verdict
-/// assumes").
+/// 1.05 "slower by more than 5 %" in 2.7 % of simulated runs (nominal 0.21 % at 0.05/24). A
+/// larger spread only widens each round's set — the e-value falls as the spread grows at a
+/// fixed mean — so the sequence stays as valid as it was; what the floor costs is rounds: a
+/// tight comparison near an end of the margin needs more, a tight 15 % difference one more
+/// (docs/COMPARISON.md, "Budget runs").
 pub const SD_FLOOR: f64 = 0.005;
 
 std::thread_local! {
