@@ -777,25 +777,22 @@ fn comparisons_with_a_rare_level_call_falsely_at_most_their_nominal_share() {
     assert!(over.is_empty(), "over the nominal share: {over:?}");
 }
 
-fn xfs_rand_oldest(dev: &Device) -> At {
-    dev.ats()
+/// [`per_comparison`] by `rule` on XFS's rand-oldest-1m rounds in [`TWO_STATE`].
+fn over_on_two_state_xfs(rule: Rule) -> Vec<String> {
+    let dev = Device::load(TWO_STATE);
+    let xfs = dev
+        .ats()
         .into_iter()
         .find(|&a| dev.name(a) == "rand-oldest-1m xfs")
-        .expect("rand-oldest-1m xfs in the data")
+        .expect("rand-oldest-1m xfs in the data");
+    per_comparison(&dev, rule, dev.method, &[xfs], ALONE_TRIALS)
 }
 
 /// The rule before this issue, on XFS's rand-oldest-1m rounds (two states: in 28 of 141 runs
 /// its gets came from the drive's cache): false calls far above the nominal share.
 #[test]
 fn the_rule_before_calls_falsely_too_often_on_two_state_rounds() {
-    let dev = Device::load(TWO_STATE);
-    let over = per_comparison(
-        &dev,
-        Rule::Before,
-        dev.method,
-        &[xfs_rand_oldest(&dev)],
-        ALONE_TRIALS,
-    );
+    let over = over_on_two_state_xfs(Rule::Before);
     assert!(!over.is_empty(), "the rule before held its nominal share");
 }
 
@@ -803,14 +800,7 @@ fn the_rule_before_calls_falsely_too_often_on_two_state_rounds() {
 /// what keeps it within its share.
 #[test]
 fn without_the_states_two_state_rounds_are_called_falsely_too_often() {
-    let dev = Device::load(TWO_STATE);
-    let over = per_comparison(
-        &dev,
-        Rule::NoStates,
-        dev.method,
-        &[xfs_rand_oldest(&dev)],
-        ALONE_TRIALS,
-    );
+    let over = over_on_two_state_xfs(Rule::NoStates);
     assert!(
         !over.is_empty(),
         "every round judged held the nominal share"

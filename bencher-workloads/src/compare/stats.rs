@@ -355,14 +355,18 @@ mod tests {
         assert!(paired_interval(&t[..2], &base[..2], 0.95).is_none());
     }
 
-    #[test]
-    fn judgements() {
-        let i = |low, high| Interval {
+    /// An interval from `low` to `high` (the estimate and rounds do not matter to a region).
+    fn i(low: f64, high: f64) -> Interval {
+        Interval {
             ratio: 1.0,
             low,
             high,
             rounds: 5,
-        };
+        }
+    }
+
+    #[test]
+    fn judgements() {
         assert_eq!(judge(&i(1.056, 1.2)), Judgement::Slower);
         assert_eq!(judge(&i(0.8, 0.947)), Judgement::Faster);
         assert_eq!(judge(&i(0.97, 1.04)), Judgement::Equal);
@@ -395,12 +399,6 @@ mod tests {
     /// resolution of an end of the margin no interval is placed on either side of it.
     #[test]
     fn an_interval_within_the_resolution_of_the_margins_end_is_undecided() {
-        let i = |low, high| Interval {
-            ratio: 1.0,
-            low,
-            high,
-            rounds: 5,
-        };
         assert_eq!(judge(&i(1.051, 1.2)), Judgement::Undecided);
         assert_eq!(judge(&i(0.97, 1.049)), Judgement::Undecided);
         assert_eq!(judge(&i(0.951, 1.0)), Judgement::Undecided);
